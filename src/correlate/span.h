@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The span record: one per request, the contract of docs/spans.md (the
+ * design's "Span contract"). The correlator fills it, the store keeps it,
+ * exporters print it. Plain data: copyable with memcpy, no pointers.
+ *
+ * Nanosecond instants are CLOCK_MONOTONIC; 0 means "not observed" (null).
+ * Durations are nanoseconds; RT_NULL_NS means null.
+ */
+#ifndef RT_SPAN_H
+#define RT_SPAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <reqtrace/phase.h>
+
+#define RT_NULL_NS INT64_MIN
+
+#define RT_SPAN_ID_MAX 128
+#define RT_SPAN_PATH_MAX 256
+#define RT_SPAN_METHOD_MAX 16
+#define RT_SPAN_CONN_MAX 112
+#define RT_SPAN_GROUP_MAX 32
+#define RT_SPAN_COMM_MAX 16
+#define RT_SPAN_THREADS_MAX 16
+#define RT_SPAN_REPORTED_MAX 12
+#define RT_SPAN_REPORTED_NAME_MAX 40
+
+enum rt_phase_source {
+	RT_PSRC_NONE = 0, /* phase is null */
+	RT_PSRC_MARKER = 1,
+	RT_PSRC_PROBE = 2,
+	RT_PSRC_INFERRED = 3,
+};
+
+enum rt_outcome {
+	RT_OUTCOME_OK = 0,
+	RT_OUTCOME_ABORTED = 1,
+	RT_OUTCOME_ERROR = 2,
+	RT_OUTCOME_SERVER_EXIT = 3,
+	RT_OUTCOME_TIMEOUT = 4,
+};
+
+/* span.flags */
+#define RT_SPAN_INCOMPLETE 0x1
+#define RT_SPAN_STARTED_BEFORE_TRACE 0x2
+#define RT_SPAN_LATE_AMENDED 0x4
+#define RT_SPAN_PIPELINED 0x8 /* shared a connection with an earlier unanswered request */
+
+struct rt_span_thread {
+	uint32_t tid;
+	char comm[RT_SPAN_COMM_MAX];
+	int64_t on_cpu_ns;
+	int64_t runq_ns;
+	bool shared; /* served many requests: its time was split among them */
+};
+
+struct rt_span_cpu {
+	int64_t on_cpu_ns; /* sums over threads */
+	int64_t runq_ns;
+	int64_t off_cpu_ns; /* exclusive threads' time bound to the request, neither on CPU nor runnable */
+	uint32_t n_threads;
+	uint32_t threads_dropped; /* threads beyond RT_SPAN_THREADS_MAX, counted into the sums */
+	struct rt_span_thread threads[RT_SPAN_THREADS_MAX];
+};
+
+struct rt_span_gpu {
+	bool present; /* any GPU evidence at all; else the JSON object is null */
+	int64_t kernel_ns; /* device time (CUPTI); RT_NULL_NS without CUPTI */
+	int64_t memcpy_ns; /* device time (CUPTI); RT_NULL_NS without CUPTI */
+	uint64_t h2d_bytes, d2h_bytes, p2p_bytes;
+	int64_t sync_wait_ns; /* CPU blocked on the GPU */
+	uint64_t launches;
+};
+
+struct rt_span_reported {
+	char name[RT_SPAN_REPORTED_NAME_MAX];
+	double value;
+};
+
+struct rt_span {
+	char request_id[RT_SPAN_ID_MAX];
+	char trace_id[33]; /* "" when absent */
+	char parent_span_id[17]; /* "" when absent */
+	char group[RT_SPAN_GROUP_MAX];
+	uint32_t pid;
+	char comm[RT_SPAN_COMM_MAX];
+	char conn[RT_SPAN_CONN_MAX]; /* "client_ip:port->server_ip:port", "" unknown */
+	char method[RT_SPAN_METHOD_MAX];
+	char path[RT_SPAN_PATH_MAX];
+	int status; /* 0: no response status seen */
+
+	uint64_t start_ns;
+	uint64_t received_ns;
+	uint64_t first_token_ns; /* 0: not streamed */
+	uint64_t last_token_ns;
+	uint64_t end_ns;
+
+	uint32_t events_out;
+	int64_t tokens_out; /* -1: not reported */
+	bool streamed;
+
+	bool itl_present;
+	int64_t itl_p50_ns, itl_p99_ns, itl_max_ns;
+
+	int64_t phase_ns[RT_PHASE__COUNT]; /* RT_NULL_NS: null */
+	uint8_t phase_source[RT_PHASE__COUNT]; /* enum rt_phase_source */
+
+	struct rt_span_cpu cpu;
+	struct rt_span_gpu gpu;
+
+	uint32_t n_reported;
+	struct rt_span_reported reported[RT_SPAN_REPORTED_MAX];
+
+	uint8_t outcome; /* enum rt_outcome */
+	uint32_t flags; /* RT_SPAN_* */
+	uint32_t revision;
+};
+
+/* Name of a phase as used in JSON keys without the _ms suffix ("tokenize"). */
+const char *rt_phase_name(enum rt_phase p);
+const char *rt_outcome_name(enum rt_outcome o);
+const char *rt_phase_source_name(enum rt_phase_source s);
+
+/* Reset to "nothing observed": all phases null, tokens_out -1. */
+void rt_span_init(struct rt_span *s);
+
+#endif /* RT_SPAN_H */
