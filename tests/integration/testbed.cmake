@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# The testbed's tests. The integration drivers (python3 stdlib) start real
+# reqtrace-testbed / reqtrace-load processes: label root. The timing-sensitive
+# ones run alone (RUN_SERIAL): a parallel test stealing a core would break
+# their CPU and throughput measurements.
+find_program(RT_TESTBED_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(NOT RT_TESTBED_PYTHON)
+	find_program(RT_TESTBED_PYTHON python3 REQUIRED)
+endif()
+
+foreach(t io errors marker preprocess batch comm)
+	rt_script_test(testbed_${t} LABEL root TIMEOUT 180
+		COMMAND ${RT_TESTBED_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/testbed_${t}.py)
+endforeach()
+set_tests_properties(testbed_preprocess testbed_batch testbed_comm PROPERTIES RUN_SERIAL TRUE)
+
+# Unit tests of the testbed's pure parts (found by the tests/unit glob and
+# linked with reqtrace_core like every unit test) also need the testbed's
+# own libraries.
+foreach(t test_testbed_knobs test_testbed_http test_testbed_io test_testbed_resp
+		test_testbed_truth)
+	if(TARGET ${t})
+		target_link_libraries(${t} PRIVATE rt_load rt_testbed)
+	endif()
+endforeach()
