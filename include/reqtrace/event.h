@@ -38,6 +38,7 @@
 #define RT_SOCK_TAIL_DEFAULT 1024
 #define RT_SOCK_HEAD_MAX 4096
 #define RT_SOCK_TAIL_MAX 4096
+#define RT_IOV_MAX 16 /* iovecs walked per vectored call */
 
 #define RT_COMM_LEN 16
 #define RT_ID_LEN 64 /* request and engine ids carried by marker records */
@@ -421,6 +422,7 @@ enum rt_loss_reason {
 	RT_LOSS_INVALID = 4, /* a record failed validation */
 	RT_LOSS_INJECT_RING = 5, /* the injection ring was full */
 	RT_LOSS_QUEUE_FULL = 6, /* a bounded user-space queue was full */
+	RT_LOSS_STEP_TRUNC = 7, /* a marker step listed more than RT_MARK_STEP_MAX ids */
 };
 
 /*

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Scheduler and task lifetime of traced processes (docs/events.md,
+ * "Scheduler"). raw_tp programs get task_struct pointers, so the tgid of the
+ * next or woken task is a CO-RE read and filtering happens here, not in the
+ * daemon. task_newtask and sched_process_exit keep traced_tgids current.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include <reqtrace/event.h>
+#include "rt_bpf_shared.h"
+#include "rt_common.bpf.h"
+
+#define RT_CLONE_THREAD 0x00010000
+#define RT_TASK_DEAD_STATE 0x80 /* TASK_DEAD in task->__state */
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* task->state became task->__state in 5.14 (commit 2f064a59a11f) */
+struct task_struct___o {
+	volatile long state;
+} __attribute__((preserve_access_index));
+
+struct task_struct___x {
+	unsigned int __state;
+} __attribute__((preserve_access_index));
+
+/* task_cpu(): thread_info.cpu since 5.16 (commit bcf9033e5449), task->cpu before */
+struct task_struct___cpu {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+/* sched_process_exit gained group_dead in 6.16; older kernels use the template */
+struct trace_event_raw_sched_process_exit___x {
+	bool group_dead;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 task_state(struct task_struct *t)
+{
+	struct task_struct___x *tx = (void *)t;
+
+	if (bpf_core_field_exists(tx->__state))
+		return BPF_CORE_READ(tx, __state);
+	return BPF_CORE_READ((struct task_struct___o *)t, state);
+}
+
+static __always_inline __u32 task_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->thread_info.cpu))
+		return BPF_CORE_READ(t, thread_info.cpu);
+	return BPF_CORE_READ((struct task_struct___cpu *)t, cpu);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(rt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 prev_pid = BPF_CORE_READ(prev, tgid);
+	__u32 next_pid = BPF_CORE_READ(next, tgid);
+	struct rt_ev_sched_switch *e;
+	__u64 ts, state;
+
+	if (!rt_traced(prev_pid) && !rt_traced(next_pid))
+		return 0;
+	ts = bpf_ktime_get_ns();
+	e = RT_RESERVE(struct rt_ev_sched_switch, RT_EV_SCHED_SWITCH);
+	if (!e)
+		return 0;
+	rt_hdr(&e->hdr, RT_EV_SCHED_SWITCH, sizeof(*e), ts, prev_pid, BPF_CORE_READ(prev, pid));
+	e->prev_pid = prev_pid;
+	e->prev_tid = e->hdr.tid;
+	e->next_pid = next_pid;
+	e->next_tid = BPF_CORE_READ(next, pid);
+	/*
+	 * A preempted task may already have set a sleeping state it had not
+	 * acted on yet: it is still runnable (the kernel's own sched_switch
+	 * output reports "R+" for it).
+	 */
+	state = task_state(prev);
+	if (preempt || state == 0)
+		e->prev_state = RT_TASK_RUNNING;
+	else if (state & RT_TASK_DEAD_STATE)
+		e->prev_state = RT_TASK_DEAD;
+	else
+		e->prev_state = RT_TASK_BLOCKED;
+	e->cpu = bpf_get_smp_processor_id();
+	BPF_CORE_READ_INTO(&e->prev_comm, prev, comm);
+	BPF_CORE_READ_INTO(&e->next_comm, next, comm);
+	RT_SUBMIT(e);
+	return 0;
+}
+
+/* Runs in the waker's context: hdr.pid/tid is whoever is current. */
+/*
+ * In an interrupt (a timer expiring, a NIC's softirq on the IRQ stack)
+ * "current" is whatever task happened to run, not the waker: we report
+ * waker 0 then, or the correlator would read a timer or GPU-completion
+ * wakeup as a hand-off from the interrupted thread (seen: a tokenizer
+ * "waking" the engine's clock_nanosleep in the middle of a CPU burn).
+ *
+ * The per-CPU preempt count would say so, but this kernel's kallsyms has
+ * no data symbols, so the __preempt_count ksym does not resolve. Instead:
+ * x86-64 runs hard interrupts (and the softirqs they end with) on per-CPU
+ * IRQ stacks, so we are in one when our own stack frame lies outside the
+ * current task's kernel stack. A stack address becomes a number through a
+ * map value (privileged programs may do that).
+ */
+#define RT_TASK_STACK_MAX 32768 /* THREAD_SIZE is 16 KiB, 32 KiB with KASAN */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rt_sp_scratch SEC(".maps");
+
+static __always_inline bool rt_in_interrupt(void)
+{
+	struct task_struct *cur = (void *)bpf_get_current_task();
+	__u32 key = 0;
+	__u64 *slot = bpf_map_lookup_elem(&rt_sp_scratch, &key);
+	__u64 sp, base;
+
+	if (!slot)
+		return false;
+	*(void **)slot = &key;
+	sp = *(volatile __u64 *)slot;
+	base = (__u64)BPF_CORE_READ(cur, stack);
+	return sp - base >= RT_TASK_STACK_MAX;
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(rt_sched_waking, struct task_struct *p)
+{
+	__u32 target_pid = BPF_CORE_READ(p, tgid);
+	struct rt_ev_sched_waking *e;
+	__u64 id, ts;
+
+	if (!rt_traced(target_pid))
+		return 0;
+	ts = bpf_ktime_get_ns();
+	e = RT_RESERVE(struct rt_ev_sched_waking, RT_EV_SCHED_WAKING);
+	if (!e)
+		return 0;
+	id = rt_in_interrupt() ? 0 : bpf_get_current_pid_tgid();
+	rt_hdr(&e->hdr, RT_EV_SCHED_WAKING, sizeof(*e), ts, id >> 32, (__u32)id);
+	e->target_pid = target_pid;
+	e->target_tid = BPF_CORE_READ(p, pid);
+	e->target_cpu = task_cpu(p);
+	RT_SUBMIT(e);
+	return 0;
+}
+
+/*
+ * Runs in the parent before the child can run, so a new process is in
+ * traced_tgids before its first switch-in. ctx->pid is the child's tid; its
+ * tgid is the parent's for a thread and its own tid for a process.
+ */
+SEC("tp/task/task_newtask")
+int rt_task_newtask(struct trace_event_raw_task_newtask *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u32 *group = bpf_map_lookup_elem(&traced_tgids, &tgid);
+	struct rt_ev_task_new *e;
+	__u64 flags, ts;
+	__u32 child_tid, child_pid, g;
+
+	if (!tgid || !group)
+		return 0;
+	ts = bpf_ktime_get_ns();
+	g = *group;
+	flags = ctx->clone_flags;
+	child_tid = ctx->pid;
+	child_pid = (flags & RT_CLONE_THREAD) ? tgid : child_tid;
+	if (child_pid != tgid && bpf_map_update_elem(&traced_tgids, &child_pid, &g, BPF_ANY))
+		rt_count(RT_CNT_TARGETS_FULL);
+
+	e = RT_RESERVE(struct rt_ev_task_new, RT_EV_TASK_NEW);
+	if (!e)
+		return 0;
+	rt_hdr(&e->hdr, RT_EV_TASK_NEW, sizeof(*e), ts, tgid, (__u32)id);
+	e->child_pid = child_pid;
+	e->child_tid = child_tid;
+	e->clone_flags = flags;
+	bpf_probe_read_kernel(&e->comm, sizeof(e->comm), ctx->comm);
+	RT_SUBMIT(e);
+	return 0;
+}
+
+/* After exec the caller is the group leader: its tid is the tgid. */
+SEC("tp/sched/sched_process_exec")
+int rt_proc_exec(struct trace_event_raw_sched_process_exec *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct rt_ev_proc_exec *e;
+	__u64 ts;
+
+	if (!rt_traced(id >> 32))
+		return 0;
+	ts = bpf_ktime_get_ns();
+	e = RT_RESERVE(struct rt_ev_proc_exec, RT_EV_PROC_EXEC);
+	if (!e)
+		return 0;
+	rt_hdr(&e->hdr, RT_EV_PROC_EXEC, sizeof(*e), ts, id >> 32, (__u32)id);
+	e->old_tid = ctx->old_pid;
+	bpf_get_current_comm(&e->comm, sizeof(e->comm));
+	RT_SUBMIT(e);
+	return 0;
+}
+
+/*
+ * group_dead: the tracepoint field where it exists (6.16+). Before that,
+ * signal->live has already been decremented by every exiting thread at this
+ * point (do_exit: atomic_dec_and_test(&signal->live) precedes the
+ * tracepoint), so live == 0 means the group is dead; two threads exiting at
+ * the same instant may then both report it, which is harmless for the
+ * correlator (the process is gone either way).
+ */
+SEC("tp/sched/sched_process_exit")
+int rt_proc_exit(void *ctx)
+{
+	struct trace_event_raw_sched_process_exit___x *tp = ctx;
+	struct task_struct *task = (void *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct rt_ev_proc_exit *e;
+	__u32 group_dead;
+	__u64 ts;
+
+	if (!rt_traced(tgid))
+		return 0;
+	ts = bpf_ktime_get_ns();
+	if (bpf_core_field_exists(tp->group_dead))
+		group_dead = tp->group_dead;
+	else
+		group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
+	if (group_dead)
+		bpf_map_delete_elem(&traced_tgids, &tgid);
+
+	e = RT_RESERVE(struct rt_ev_proc_exit, RT_EV_PROC_EXIT);
+	if (!e)
+		return 0;
+	rt_hdr(&e->hdr, RT_EV_PROC_EXIT, sizeof(*e), ts, tgid, (__u32)id);
+	e->exit_code = BPF_CORE_READ(task, exit_code);
+	e->group_dead = group_dead;
+	bpf_get_current_comm(&e->comm, sizeof(e->comm));
+	RT_SUBMIT(e);
+	return 0;
+}

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Attaching the BPF source: scheduler and socket tracepoints at start,
+ * marker uprobes per library file on demand.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <bpf/libbpf.h>
+
+#include "common/log.h"
+#include "sources/bpf_internal.h"
+
+#include "marker.skel.h"
+#include "sched.skel.h"
+#include "sock.skel.h"
+
+/* sock.bpf.c has one exit program for all of them (the entry stashed the kind). */
+static const char *const sock_syscalls[] = {
+	"read",	   "readv",  "recvfrom", "recvmsg", "write", "writev",	 "sendto",
+	"sendmsg", "accept", "accept4",	 "connect", "close", "shutdown",
+};
+
+static int keep_link(struct rt_bpf_source *s, struct bpf_link *link, const char *what)
+{
+	int err;
+
+	if (!link) {
+		err = -errno;
+		rt_bpf_env_explain(what, err);
+		return err;
+	}
+	if (s->n_links >= RT_BPF_LINKS_MAX) {
+		bpf_link__destroy(link);
+		elog("%s: more links than RT_BPF_LINKS_MAX", what);
+		return -ENOSPC;
+	}
+	s->links[s->n_links++] = link;
+	return 0;
+}
+
+/* Attaches every auto-attachable program of obj except `skip`. */
+static int attach_object(struct rt_bpf_source *s, struct bpf_object *obj,
+			 const struct bpf_program *skip)
+{
+	struct bpf_program *prog;
+	char what[128];
+	int err;
+
+	bpf_object__for_each_program(prog, obj) {
+		if (prog == skip)
+			continue;
+		snprintf(what, sizeof(what), "attaching %s (%s)", bpf_program__name(prog),
+			 bpf_program__section_name(prog));
+		err = keep_link(s, bpf_program__attach(prog), what);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int rt_bpf_attach_tracepoints(struct rt_bpf_source *s)
+{
+	char tp[64], what[128];
+	size_t i;
+	int err;
+
+	err = attach_object(s, s->sched->obj, NULL);
+	if (err)
+		return err;
+	err = attach_object(s, s->sock->obj, s->sock->progs.rt_sys_exit);
+	if (err)
+		return err;
+	for (i = 0; i < sizeof(sock_syscalls) / sizeof(sock_syscalls[0]); i++) {
+		snprintf(tp, sizeof(tp), "sys_exit_%s", sock_syscalls[i]);
+		snprintf(what, sizeof(what), "attaching tracepoint syscalls/%s", tp);
+		err = keep_link(
+			s,
+			bpf_program__attach_tracepoint(s->sock->progs.rt_sys_exit, "syscalls", tp),
+			what);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void lib_detach(struct rt_marker_lib *lib)
+{
+	int i;
+
+	for (i = 0; i < RT_BPF_MARK_FUNCS; i++) {
+		bpf_link__destroy(lib->links[i]);
+		lib->links[i] = NULL;
+	}
+}
+
+void rt_bpf_detach_all(struct rt_bpf_source *s)
+{
+	int i;
+
+	for (i = 0; i < s->n_libs; i++)
+		lib_detach(&s->libs[i]);
+	s->n_libs = 0;
+	for (i = 0; i < s->n_links; i++)
+		bpf_link__destroy(s->links[i]);
+	s->n_links = 0;
+}
+
+int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
+{
+	struct bpf_program *progs[RT_BPF_MARK_FUNCS];
+	static const char *const funcs[RT_BPF_MARK_FUNCS] = {
+		"rt_mark_begin",    "rt_mark_end",  "rt_mark_step_begin",
+		"rt_mark_step_end", "rt_mark_bind",
+	};
+	struct rt_marker_lib lib = { 0 };
+	struct stat st;
+	int i, err;
+
+	if (!s || !lib_path)
+		return -EINVAL;
+	if (stat(lib_path, &st))
+		return -errno;
+	for (i = 0; i < s->n_libs; i++)
+		if (s->libs[i].dev == st.st_dev && s->libs[i].ino == st.st_ino)
+			return 0;
+	if (s->n_libs >= RT_BPF_MARKER_LIBS_MAX) {
+		wlog("marker library %s not traced: %d libraries already", lib_path,
+		     RT_BPF_MARKER_LIBS_MAX);
+		return -ENOSPC;
+	}
+
+	progs[0] = s->marker->progs.rt_mark_begin;
+	progs[1] = s->marker->progs.rt_mark_end;
+	progs[2] = s->marker->progs.rt_mark_step_begin;
+	progs[3] = s->marker->progs.rt_mark_step_end;
+	progs[4] = s->marker->progs.rt_mark_bind;
+	lib.dev = st.st_dev;
+	lib.ino = st.st_ino;
+	for (i = 0; i < RT_BPF_MARK_FUNCS; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = funcs[i]);
+
+		lib.links[i] = bpf_program__attach_uprobe_opts(progs[i], -1, lib_path, 0, &uo);
+		if (!lib.links[i]) {
+			err = -errno;
+			/* libbpf says ENOENT both for a missing file and a missing symbol */
+			if (err == -ENOENT)
+				err = -ESRCH;
+			elog("marker uprobe %s in %s: %s", funcs[i], lib_path,
+			     err == -ESRCH ? "symbol not found" : strerror(-err));
+			lib_detach(&lib);
+			return err;
+		}
+	}
+	s->libs[s->n_libs++] = lib;
+	dlog("marker uprobes attached to %s", lib_path);
+	return 0;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Internals of the BPF source shared by its files: bpf_source.c (lifetime,
+ * targets, draining, stats), bpf_env.c (kernel prerequisites, libbpf log),
+ * bpf_attach.c (tracepoints and marker uprobes).
+ */
+#ifndef RT_SOURCES_BPF_INTERNAL_H
+#define RT_SOURCES_BPF_INTERNAL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "sources/bpf_source.h"
+
+struct bpf_link;
+struct ring_buffer;
+struct sched_bpf;
+struct sock_bpf;
+struct marker_bpf;
+
+#define RT_BPF_LINKS_MAX 40 /* 5 scheduler + 13 entry + 13 exit tracepoints */
+#define RT_BPF_MARK_FUNCS 5
+
+struct rt_marker_lib {
+	dev_t dev;
+	ino_t ino;
+	struct bpf_link *links[RT_BPF_MARK_FUNCS];
+};
+
+struct rt_bpf_source {
+	struct rt_bpf_source_opts opts;
+	struct sched_bpf *sched;
+	struct sock_bpf *sock;
+	struct marker_bpf *marker;
+	struct bpf_link *links[RT_BPF_LINKS_MAX];
+	int n_links;
+	struct rt_marker_lib libs[RT_BPF_MARKER_LIBS_MAX];
+	int n_libs;
+
+	struct ring_buffer *rb;
+	int ring_fd, targets_fd, counters_fd;
+	/* read-only views of the ring's consumer and producer positions */
+	const volatile unsigned long *cons_pos, *prod_pos;
+	size_t page_size;
+
+	int n_cpus;
+	__u64 *percpu; /* n_cpus values, for counter lookups */
+
+	/* drain state */
+	rt_event_fn fn;
+	void *fn_ctx;
+	int fn_err;
+	__u64 events[RT_EV__MAX];
+	__u64 invalid, invalid_reported;
+	__u64 lost_seen[RT_EV__MAX], lost_all_seen;
+	__u64 loss_check_ns; /* when the counters were last compared */
+	__u64 watermark;
+	__u64 avail_max; /* seen by drains */
+};
+
+/* bpf_env.c */
+void rt_bpf_env_set_print(bool verbose);
+/* 0 or -errno, with one log line naming what is missing. */
+int rt_bpf_env_check(void);
+/* Logs why loading failed, in words an operator can act on. */
+void rt_bpf_env_explain(const char *what, int err);
+
+/* bpf_attach.c */
+int rt_bpf_attach_tracepoints(struct rt_bpf_source *s);
+void rt_bpf_detach_all(struct rt_bpf_source *s);
+
+__u64 rt_bpf_now_ns(void);
+
+#endif /* RT_SOURCES_BPF_INTERNAL_H */
