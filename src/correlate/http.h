@@ -34,11 +34,11 @@
 /* Why a connection is unreadable or a message malformed. */
 enum rt_http_error {
 	RT_HTTP_ERR_NONE = 0,
-	RT_HTTP_ERR_TLS = 1,       /* TLS record header (0x16 0x03 ...) */
-	RT_HTTP_ERR_HTTP2 = 2,     /* "PRI * HTTP/2.0" preface (HTTP/2, gRPC) */
+	RT_HTTP_ERR_TLS = 1, /* TLS record header (0x16 0x03 ...) */
+	RT_HTTP_ERR_HTTP2 = 2, /* "PRI * HTTP/2.0" preface (HTTP/2, gRPC) */
 	RT_HTTP_ERR_MALFORMED = 3, /* not HTTP/1.x */
 	RT_HTTP_ERR_TOO_LARGE = 4, /* head beyond RT_HTTP_HEAD_MAX */
-	RT_HTTP_ERR_GAP = 5,       /* uncaptured bytes where framing was needed */
+	RT_HTTP_ERR_GAP = 5, /* uncaptured bytes where framing was needed */
 };
 
 const char *rt_http_error_name(enum rt_http_error e);
@@ -53,15 +53,16 @@ struct rt_http_req_info {
 	char method[RT_HTTP_METHOD_MAX];
 	char path[RT_HTTP_PATH_MAX]; /* as sent, query string included, truncated */
 	char request_id[RT_HTTP_ID_MAX]; /* x-request-id, "" when absent */
-	char trace_id[33];               /* from a valid W3C traceparent, else "" */
+	char trace_id[33]; /* from a valid W3C traceparent, else "" */
 	char parent_span_id[17];
 	char content_type[RT_HTTP_HDR_VALUE_MAX];
 	char user_agent[RT_HTTP_HDR_VALUE_MAX];
 	uint64_t content_length; /* 0 when absent */
 	bool chunked;
-	bool keep_alive;     /* HTTP/1.1 default unless "Connection: close" */
+	bool keep_alive; /* HTTP/1.1 default unless "Connection: close" */
 	bool expect_continue;
-	bool incomplete;     /* part of the head or body was not captured */
+	bool incomplete; /* part of the head or body was not captured */
+	bool guessed; /* ... and where the message ends had to be guessed */
 };
 
 struct rt_http_req_cb {
@@ -88,16 +89,31 @@ int rt_http_req_feed(struct rt_http_req_parser *p, const uint8_t *buf, size_t le
 /* n bytes passed without being captured. */
 int rt_http_req_gap(struct rt_http_req_parser *p, uint64_t n, const struct rt_http_req_cb *cb,
 		    void *ctx);
+/*
+ * Gaps, both directions: a gap inside a body of known length or a chunk of
+ * known size is counted down (the message ends where it should, with
+ * incomplete set). A gap inside the head, or one that loses chunk framing,
+ * makes the parser guess: the message ends at the end of the feed that
+ * follows the gap (the tail of the same syscall: feed it even when it is
+ * empty), or for a chunked body at the next "\r\n0\r\n\r\n". After a
+ * guessed end the parser skips feeds until one starts like a message
+ * (a method and a space, or "HTTP/1."); a message wholly inside a gap is
+ * not reported. RT_HTTP_ERR_GAP is never raised.
+ */
+/* The stream was joined mid-way (connection older than the trace): skip
+ * feeds until one starts like a request. A message in progress completes
+ * with incomplete set. */
+void rt_http_req_resync(struct rt_http_req_parser *p, const struct rt_http_req_cb *cb, void *ctx);
 
 /* ---- responses ------------------------------------------------------------ */
 
 struct rt_http_resp_info {
 	int status;
 	bool chunked;
-	bool sse;             /* Content-Type: text/event-stream */
-	bool json;            /* Content-Type: application/json */
+	bool sse; /* Content-Type: text/event-stream */
+	bool json; /* Content-Type: application/json */
 	bool close_delimited; /* no length, no chunking: ends when the connection closes */
-	bool no_body;         /* 1xx, 204, 304, or answer to HEAD */
+	bool no_body; /* 1xx, 204, 304, or answer to HEAD */
 	uint64_t content_length;
 	uint32_t n_reported; /* from headers such as Server-Timing */
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
@@ -105,15 +121,15 @@ struct rt_http_resp_info {
 
 enum rt_sse_kind {
 	RT_SSE_CONTENT = 1, /* non-empty generated text: a content-bearing event */
-	RT_SSE_EMPTY = 2,   /* role-only, empty text, keep-alive comments */
-	RT_SSE_USAGE = 3,   /* usage/timings only, no text */
-	RT_SSE_DONE = 4,    /* data: [DONE] */
-	RT_SSE_OTHER = 5,   /* not JSON, or JSON without choices/content */
+	RT_SSE_EMPTY = 2, /* role-only, empty text, keep-alive comments */
+	RT_SSE_USAGE = 3, /* usage/timings only, no text */
+	RT_SSE_DONE = 4, /* data: [DONE] */
+	RT_SSE_OTHER = 5, /* not JSON, or JSON without choices/content */
 };
 
 struct rt_sse_event {
 	enum rt_sse_kind kind;
-	bool incomplete;    /* part of the event was not captured: kind is a best guess */
+	bool incomplete; /* part of the event was not captured: kind is a best guess */
 	int64_t tokens_out; /* usage.completion_tokens or timings.predicted_n, else -1 */
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
@@ -123,9 +139,16 @@ struct rt_http_resp_done {
 	int64_t tokens_out; /* from a JSON body's usage, else -1 */
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
-	bool incomplete;
+	bool incomplete; /* bytes of the response were not captured */
+	bool guessed; /* ... and where it ends had to be guessed */
 };
 
+/*
+ * Interim 1xx responses (100 Continue, 103 Early Hints) are skipped without
+ * any callback: on_begin .. on_complete bracket the final response only,
+ * and on_begin comes once its status code has been read. Any callback may
+ * be NULL (also in struct rt_http_req_cb).
+ */
 struct rt_http_resp_cb {
 	void (*on_begin)(void *ctx);
 	void (*on_headers)(void *ctx, const struct rt_http_resp_info *info);
@@ -139,14 +162,20 @@ struct rt_http_resp_parser;
 
 struct rt_http_resp_parser *rt_http_resp__new(void);
 void rt_http_resp__free(struct rt_http_resp_parser *p);
-/* The next response answers a HEAD request (no body whatever the headers say). */
+/* The next response answers a HEAD request (no body whatever the headers say).
+ * Latched (and cleared) when a response's status line is read: call it
+ * before feeding that response. */
 void rt_http_resp_expect_head(struct rt_http_resp_parser *p, bool head);
 int rt_http_resp_feed(struct rt_http_resp_parser *p, const uint8_t *buf, size_t len,
 		      const struct rt_http_resp_cb *cb, void *ctx);
 int rt_http_resp_gap(struct rt_http_resp_parser *p, uint64_t n, const struct rt_http_resp_cb *cb,
 		     void *ctx);
-/* The connection closed: completes a close-delimited response. */
+/* The connection closed: completes a close-delimited response; a response
+ * cut short completes with done->incomplete set. */
 void rt_http_resp_eof(struct rt_http_resp_parser *p, const struct rt_http_resp_cb *cb, void *ctx);
+/* As rt_http_req_resync: skip feeds until one starts with "HTTP/1.". */
+void rt_http_resp_resync(struct rt_http_resp_parser *p, const struct rt_http_resp_cb *cb,
+			 void *ctx);
 
 /*
  * Classify one SSE event's data (the concatenated data: lines) per the span

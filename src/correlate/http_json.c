@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * What a response's JSON says about generation: whether it carries
+ * generated text (the TTFT rule of the span contract), and the numbers the
+ * server reported (usage, llama.cpp timings). Only names and numbers leave
+ * this file, never text.
+ *
+ * cJSON recurses on nesting, so a text is checked to be shallow first.
+ * When only a head and a tail of a text were kept (a large event, a gap),
+ * nothing parses as a whole; "usage" and "timings" objects are then cut out
+ * and parsed on their own (servers such as llama.cpp put timings at the end
+ * of a large final event), and content keys are looked for textually.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate/http_int.h"
+
+#define TOKENS_MAX 1e15 /* beyond any real count; keeps the int64 conversion defined */
+
+/* Nesting depth of [ and { outside strings stays within max. */
+static bool depth_ok(const char *s, size_t n, int max)
+{
+	bool in_str = false, esc = false;
+	int depth = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (c == '\\')
+				esc = true;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			if (++depth > max)
+				return false;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+	return true;
+}
+
+static bool nonempty_string(const cJSON *it)
+{
+	return cJSON_IsString(it) && it->valuestring && it->valuestring[0];
+}
+
+static bool number_value(const cJSON *it, double *v)
+{
+	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+		return false;
+	*v = it->valuedouble;
+	return true;
+}
+
+static void set_tokens(struct rt_http_json_facts *f, double v)
+{
+	if (f->tokens_out < 0 && isfinite(v) && v >= 0 && v <= TOKENS_MAX)
+		f->tokens_out = (int64_t)v;
+}
+
+static void set_tokens_from(struct rt_http_json_facts *f, const cJSON *it)
+{
+	double v;
+
+	if (number_value(it, &v))
+		set_tokens(f, v);
+}
+
+static void add_numbers(const cJSON *obj, const char *prefix, struct rt_http_json_facts *f)
+{
+	const cJSON *it;
+	double v;
+
+	cJSON_ArrayForEach(it, obj)
+	{
+		if (it->string && number_value(it, &v))
+			rt_http_report(f->reported, &f->n_reported, prefix, it->string,
+				       strlen(it->string), v);
+	}
+}
+
+static void add_usage(const cJSON *usage, const cJSON *timings, struct rt_http_json_facts *f)
+{
+	if (cJSON_IsObject(usage)) {
+		f->usage = true;
+		add_numbers(usage, "usage", f);
+		set_tokens_from(f, cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens"));
+	}
+	if (cJSON_IsObject(timings)) {
+		f->usage = true;
+		add_numbers(timings, "timings", f);
+		set_tokens_from(f, cJSON_GetObjectItemCaseSensitive(timings, "predicted_n"));
+	}
+}
+
+static void add_count(const cJSON *root, const char *name, struct rt_http_json_facts *f)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, name);
+	double v;
+
+	if (number_value(it, &v))
+		rt_http_report(f->reported, &f->n_reported, NULL, name, strlen(name), v);
+}
+
+static void from_tree(const cJSON *root, struct rt_http_json_facts *f)
+{
+	const cJSON *choices, *c, *content;
+
+	if (!cJSON_IsObject(root))
+		return;
+	choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+	if (cJSON_IsArray(choices)) {
+		f->text_shape = true;
+		cJSON_ArrayForEach(c, choices)
+		{
+			const cJSON *delta = cJSON_GetObjectItemCaseSensitive(c, "delta");
+			const cJSON *msg = cJSON_GetObjectItemCaseSensitive(c, "message");
+
+			if (nonempty_string(cJSON_GetObjectItemCaseSensitive(c, "text")) ||
+			    nonempty_string(cJSON_GetObjectItemCaseSensitive(delta, "content")) ||
+			    nonempty_string(cJSON_GetObjectItemCaseSensitive(msg, "content")))
+				f->content = true;
+		}
+	}
+	/* llama.cpp's native /completion: {"content":"...", ...} */
+	content = cJSON_GetObjectItemCaseSensitive(root, "content");
+	if (cJSON_IsString(content)) {
+		f->text_shape = true;
+		if (nonempty_string(content))
+			f->content = true;
+	}
+	add_usage(cJSON_GetObjectItemCaseSensitive(root, "usage"),
+		  cJSON_GetObjectItemCaseSensitive(root, "timings"), f);
+	add_count(root, "tokens_predicted", f);
+	add_count(root, "tokens_evaluated", f);
+	set_tokens_from(f, cJSON_GetObjectItemCaseSensitive(root, "tokens_predicted"));
+}
+
+static bool is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/*
+ * The next occurrence of the quoted key at or after *from, not escaped
+ * (so not inside a string), followed by a colon: returns the index of the
+ * value, or n when there is none.
+ */
+static size_t find_key(const char *s, size_t n, size_t *from, const char *qkey)
+{
+	size_t kl = strlen(qkey);
+
+	while (*from < n) {
+		const char *hit = memmem(s + *from, n - *from, qkey, kl);
+		size_t i;
+
+		if (!hit)
+			break;
+		i = (size_t)(hit - s);
+		*from = i + 1;
+		if (i > 0 && s[i - 1] == '\\')
+			continue;
+		i += kl;
+		while (i < n && is_ws(s[i]))
+			i++;
+		if (i >= n || s[i] != ':')
+			continue;
+		i++;
+		while (i < n && is_ws(s[i]))
+			i++;
+		if (i < n)
+			return i;
+	}
+	*from = n;
+	return n;
+}
+
+/* The end (exclusive) of the object or array starting at s[start], or 0. */
+static size_t match_close(const char *s, size_t n, size_t start)
+{
+	bool in_str = false, esc = false;
+	int depth = 0;
+
+	for (size_t i = start; i < n; i++) {
+		char c = s[i];
+
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (c == '\\')
+				esc = true;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			if (++depth > RT_HTTP_JSON_DEPTH_MAX)
+				return 0;
+		} else if (c == '}' || c == ']') {
+			if (--depth == 0)
+				return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* The first "<key>": {...} that parses on its own. */
+static cJSON *scan_object(const char *s, size_t n, const char *qkey)
+{
+	size_t from = 0, v;
+
+	while ((v = find_key(s, n, &from, qkey)) < n) {
+		size_t end;
+		cJSON *obj;
+
+		if (s[v] != '{')
+			continue;
+		end = match_close(s, n, v);
+		if (!end)
+			continue;
+		obj = cJSON_ParseWithLength(s + v, end - v);
+		if (cJSON_IsObject(obj))
+			return obj;
+		cJSON_Delete(obj);
+	}
+	return NULL;
+}
+
+static void scan_count(const char *s, size_t n, const char *qkey, const char *name,
+		       struct rt_http_json_facts *f)
+{
+	size_t from = 0, v = find_key(s, n, &from, qkey), l = 0;
+	char num[32];
+	double d;
+
+	if (v >= n)
+		return;
+	while (v + l < n && l < sizeof(num) - 1 && s[v + l] && strchr("0123456789.eE+-", s[v + l]))
+		l++;
+	if (!l)
+		return;
+	memcpy(num, s + v, l);
+	num[l] = '\0';
+	d = strtod(num, NULL);
+	if (!isfinite(d))
+		return;
+	rt_http_report(f->reported, &f->n_reported, NULL, name, strlen(name), d);
+	if (strcmp(name, "tokens_predicted") == 0)
+		set_tokens(f, d);
+}
+
+/* A "<key>": "x..." with a non-empty string value. */
+static void scan_text_key(const char *s, size_t n, const char *qkey, struct rt_http_json_facts *f)
+{
+	size_t from = 0, v;
+
+	while ((v = find_key(s, n, &from, qkey)) < n) {
+		if (s[v] != '"')
+			continue;
+		f->text_shape = true;
+		if (v + 1 < n && s[v + 1] != '"') {
+			f->content = true;
+			return;
+		}
+	}
+}
+
+static void scan(const char *s, size_t n, struct rt_http_json_facts *f)
+{
+	cJSON *usage = scan_object(s, n, "\"usage\"");
+	cJSON *timings = scan_object(s, n, "\"timings\"");
+	size_t from = 0;
+
+	add_usage(usage, timings, f);
+	cJSON_Delete(usage);
+	cJSON_Delete(timings);
+	scan_count(s, n, "\"tokens_predicted\"", "tokens_predicted", f);
+	scan_count(s, n, "\"tokens_evaluated\"", "tokens_evaluated", f);
+	if (find_key(s, n, &from, "\"choices\"") < n)
+		f->text_shape = true;
+	scan_text_key(s, n, "\"content\"", f);
+	if (!f->content)
+		scan_text_key(s, n, "\"text\"", f);
+}
+
+void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_http_json_facts *f)
+{
+	cJSON *root;
+
+	memset(f, 0, sizeof(*f));
+	f->tokens_out = -1;
+	if (!text || !len)
+		return;
+	if (partial) {
+		scan(text, len, f);
+		return;
+	}
+	if (!depth_ok(text, len, RT_HTTP_JSON_DEPTH_MAX))
+		return;
+	root = cJSON_ParseWithLength(text, len);
+	if (!root)
+		return;
+	f->parsed = true;
+	from_tree(root, f);
+	cJSON_Delete(root);
+}
