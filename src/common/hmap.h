@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A bounded open-addressing hash map from u64 keys to pointers, for the
+ * correlator's tables (connections, threads, requests). Linear probing with
+ * backward-shift deletion: no tombstones, so a long-running daemon never
+ * degrades. The bound is a hard limit on entries; rt_hmap_put() past it
+ * returns -ENOSPC and the caller counts the drop.
+ */
+#ifndef RT_HMAP_H
+#define RT_HMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rt_hmap_slot {
+	uint64_t key;
+	void *val; /* NULL: empty slot */
+};
+
+struct rt_hmap {
+	struct rt_hmap_slot *slots;
+	size_t cap; /* power of two */
+	size_t len;
+	size_t max_len;
+};
+
+/* max_len: most entries ever held. Returns 0 or -ENOMEM. */
+int rt_hmap_init(struct rt_hmap *m, size_t max_len);
+void rt_hmap_fini(struct rt_hmap *m);
+
+void *rt_hmap_get(const struct rt_hmap *m, uint64_t key);
+/* Insert or replace; val must not be NULL. 0, -ENOSPC (bound) or -ENOMEM. */
+int rt_hmap_put(struct rt_hmap *m, uint64_t key, void *val);
+/* Remove; returns the old value or NULL. */
+void *rt_hmap_del(struct rt_hmap *m, uint64_t key);
+
+/*
+ * Iterate: for (i = 0; (i = rt_hmap_next(m, i, &k, &v)) != 0;) ...
+ * Returns the position after the entry found, 0 at the end. The map must
+ * not change during the walk.
+ */
+size_t rt_hmap_next(const struct rt_hmap *m, size_t pos, uint64_t *key, void **val);
+
+/* 64-bit mix of two ids, and FNV-1a of a string, for building keys. */
+uint64_t rt_hash_u64(uint64_t x);
+uint64_t rt_hash_str(const char *s);
+
+#endif /* RT_HMAP_H */

@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Connections: socket records → HTTP parsers → request boundaries.
+ *
+ * The parsers call back while consuming one syscall's bytes; c->cur_* hold
+ * that syscall's timestamps so each boundary gets the instant the span
+ * contract asks for (a read's exit, a write's entry or exit).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate/internal.h"
+
+/* Linux's default ip_local_port_range starts here: a side using a port at
+ * or above it is most likely the client of the connection. */
+#define EPHEMERAL_PORT_MIN 32768
+
+static uint64_t conn_key(uint32_t pid, int32_t fd)
+{
+	return ((uint64_t)pid << 32) | (uint32_t)fd;
+}
+
+static void fmt_addr(char *buf, size_t len, const struct rt_sock_addr *a)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (a->family == RT_AF_INET)
+		inet_ntop(AF_INET, a->addr, ip, sizeof(ip));
+	else if (a->family == RT_AF_INET6)
+		inet_ntop(AF_INET6, a->addr, ip, sizeof(ip));
+	if (a->family == RT_AF_INET6)
+		snprintf(buf, len, "[%s]:%u", ip, a->port);
+	else
+		snprintf(buf, len, "%s:%u", ip, a->port);
+}
+
+static void describe(struct rt_conn *conn, const struct rt_sock_addr *client,
+		     const struct rt_sock_addr *server)
+{
+	char a[56], b[56]; /* "[v6]:port" */
+
+	if (client->family == RT_AF_UNIX || server->family == RT_AF_UNIX) {
+		snprintf(conn->desc, sizeof(conn->desc), "unix");
+		return;
+	}
+	if (client->family != RT_AF_INET && client->family != RT_AF_INET6) {
+		conn->desc[0] = '\0';
+		return;
+	}
+	fmt_addr(a, sizeof(a), client);
+	fmt_addr(b, sizeof(b), server);
+	snprintf(conn->desc, sizeof(conn->desc), "%s->%s", a, b);
+}
+
+static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t fd)
+{
+	struct rt_conn *conn = calloc(1, sizeof(*conn));
+
+	if (!conn)
+		return NULL;
+	conn->serial = ++c->next_serial;
+	conn->pid = pid;
+	conn->fd = fd;
+	if (rt_hmap_put(&c->conns, conn_key(pid, fd), conn)) {
+		c->st.dropped_conns++;
+		free(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+/* Charge what threads hold for the connection's requests, up to ts. */
+static void settle(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts)
+{
+	struct rt_req *r;
+	uint32_t i;
+
+	if (conn->responding && (r = rt_req_get(c, conn->responding)))
+		rt_cpu_flush_for(c, r, ts);
+	for (i = 0; i < conn->n_fifo; i++)
+		if ((r = rt_req_get(c, conn->fifo[i])))
+			rt_cpu_flush_for(c, r, ts);
+	if (conn->receiving && (r = rt_req_get(c, conn->receiving)))
+		rt_cpu_flush_for(c, r, ts);
+}
+
+static void abort_all(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts,
+		      enum rt_outcome outcome)
+{
+	struct rt_req *r;
+	uint32_t i;
+
+	if (conn->peer_closed_ns && conn->peer_closed_ns < ts && outcome == RT_OUTCOME_ABORTED)
+		ts = conn->peer_closed_ns; /* the abort happened when the client left */
+	if (conn->responding && (r = rt_req_get(c, conn->responding)))
+		rt_req_end(c, r, ts, outcome);
+	conn->responding = 0;
+	for (i = 0; i < conn->n_fifo; i++)
+		if ((r = rt_req_get(c, conn->fifo[i])))
+			rt_req_end(c, r, ts, outcome);
+	conn->n_fifo = 0;
+	if (conn->receiving && (r = rt_req_get(c, conn->receiving)))
+		rt_req_end(c, r, ts, outcome);
+	conn->receiving = 0;
+}
+
+void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn)
+{
+	(void)c;
+	if (!conn)
+		return;
+	rt_http_req__free(conn->reqp);
+	rt_http_resp__free(conn->respp);
+	free(conn);
+}
+
+static void conn_close(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts,
+		       enum rt_outcome outcome)
+{
+	abort_all(c, conn, ts, outcome);
+	rt_hmap_del(&c->conns, conn_key(conn->pid, conn->fd));
+	rt_conn_free(c, conn);
+}
+
+void rt_conn_on_accept(struct rt_correlator *c, const struct rt_ev_sock_conn *ev, bool outbound)
+{
+	struct rt_conn *conn;
+
+	if (ev->ret < 0 && !(outbound && ev->ret == -EINPROGRESS))
+		return;
+	if (!rt_proc_get(c, ev->hdr.pid, true))
+		return;
+	conn = rt_hmap_get(&c->conns, conn_key(ev->hdr.pid, ev->fd));
+	if (conn) /* we missed its close: the fd was reused */
+		conn_close(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);
+	conn = conn_new(c, ev->hdr.pid, ev->fd);
+	if (!conn)
+		return;
+	conn->outbound = outbound;
+	conn->last_activity = ev->hdr.ts_ns;
+	if (outbound)
+		describe(conn, &ev->local, &ev->peer);
+	else
+		describe(conn, &ev->peer, &ev->local);
+}
+
+/* ---- request parser callbacks ----------------------------------------- */
+
+static void req_on_begin(void *ctx)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_conn *conn = c->cur_conn;
+	struct rt_req *r;
+
+	if (conn->receiving) /* parser began again without completing: drop the old */
+		if ((r = rt_req_get(c, conn->receiving)))
+			rt_req_end(c, r, c->cur_exit, RT_OUTCOME_ABORTED);
+	r = rt_req_new(c, conn, c->cur_exit);
+	conn->receiving = r ? r->serial : 0;
+	if (!r)
+		return;
+	if (conn->n_fifo || conn->responding)
+		r->span.flags |= RT_SPAN_PIPELINED;
+}
+
+static void req_on_headers(void *ctx, const struct rt_http_req_info *info)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_req *r = rt_req_get(c, c->cur_conn->receiving);
+	char id[RT_SPAN_ID_MAX];
+
+	if (!r)
+		return;
+	snprintf(r->span.method, sizeof(r->span.method), "%s", info->method);
+	snprintf(r->span.path, sizeof(r->span.path), "%s", info->path);
+	snprintf(r->span.trace_id, sizeof(r->span.trace_id), "%s", info->trace_id);
+	snprintf(r->span.parent_span_id, sizeof(r->span.parent_span_id), "%s",
+		 info->parent_span_id);
+	if (info->request_id[0]) {
+		rt_req_set_id(c, r, info->request_id);
+		r->id_from_header = true;
+	} else {
+		snprintf(id, sizeof(id), "%u:%d:%u", c->cur_conn->pid, c->cur_conn->fd,
+			 c->cur_conn->seq);
+		rt_req_set_id(c, r, id);
+	}
+	if (info->guessed)
+		r->span.flags |= RT_SPAN_INCOMPLETE;
+}
+
+static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_conn *conn = c->cur_conn;
+	struct rt_req *r = rt_req_get(c, conn->receiving);
+
+	conn->receiving = 0;
+	if (!r)
+		return;
+	/* uncaptured bytes inside a known length are fine; a guessed end is not */
+	if (info->guessed)
+		r->span.flags |= RT_SPAN_INCOMPLETE;
+	r->span.received_ns = c->cur_exit;
+	r->state = RT_REQ_WAITING;
+	if (conn->n_fifo >= RT_CONN_FIFO_MAX) {
+		/* a client pipelining this deep: give up on the oldest */
+		struct rt_req *old = rt_req_get(c, conn->fifo[0]);
+
+		memmove(conn->fifo, conn->fifo + 1, (conn->n_fifo - 1) * sizeof(conn->fifo[0]));
+		conn->n_fifo--;
+		if (old) {
+			old->span.flags |= RT_SPAN_INCOMPLETE;
+			rt_req_end(c, old, c->cur_exit, RT_OUTCOME_ABORTED);
+		}
+	}
+	conn->fifo[conn->n_fifo++] = r->serial;
+}
+
+static enum rt_unreadable unreadable_of(enum rt_http_error err)
+{
+	switch (err) {
+	case RT_HTTP_ERR_TLS:
+		return RT_UNREADABLE_TLS;
+	case RT_HTTP_ERR_HTTP2:
+		return RT_UNREADABLE_HTTP2;
+	default:
+		return RT_UNREADABLE_MALFORMED;
+	}
+}
+
+static void mark_unreadable(struct rt_correlator *c, struct rt_conn *conn, enum rt_http_error err)
+{
+	struct rt_proc *p = rt_proc_get(c, conn->pid, false);
+	enum rt_unreadable u = unreadable_of(err);
+
+	if (conn->unreadable)
+		return;
+	conn->unreadable = true;
+	c->st.unreadable[u]++;
+	if (p) {
+		p->unreadable[u]++;
+		c->unreadable[p->group_id < RT_CORR_GROUPS_MAX ? p->group_id :
+								 RT_CORR_GROUPS_MAX - 1][u]++;
+	}
+}
+
+static void req_on_error(void *ctx, enum rt_http_error err)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_conn *conn = c->cur_conn;
+	struct rt_req *r = rt_req_get(c, conn->receiving);
+
+	if (r) /* never a valid request: no span */
+		rt_req_discard(c, r, c->cur_exit);
+	conn->receiving = 0;
+	mark_unreadable(c, conn, err);
+}
+
+static const struct rt_http_req_cb req_cb = {
+	.on_begin = req_on_begin,
+	.on_headers = req_on_headers,
+	.on_complete = req_on_complete,
+	.on_error = req_on_error,
+};
+
+/* ---- response parser callbacks ---------------------------------------- */
+
+static void add_reported(struct rt_req *r, const struct rt_http_reported *rep, uint32_t n)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < r->span.n_reported; j++)
+			if (!strcmp(r->span.reported[j].name, rep[i].name))
+				break;
+		if (j == r->span.n_reported) {
+			if (j >= RT_SPAN_REPORTED_MAX)
+				continue;
+			r->span.n_reported++;
+			snprintf(r->span.reported[j].name, sizeof(r->span.reported[j].name), "%s",
+				 rep[i].name);
+		}
+		r->span.reported[j].value = rep[i].value;
+	}
+}
+
+static void resp_on_begin(void *ctx)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_conn *conn = c->cur_conn;
+	struct rt_req *r;
+
+	if (conn->responding)
+		return; /* interim (1xx) response already began this one */
+	if (!conn->n_fifo) {
+		/* a response to a request we did not see (before tracing) */
+		conn->responding = 0;
+		return;
+	}
+	conn->responding = conn->fifo[0];
+	memmove(conn->fifo, conn->fifo + 1, (conn->n_fifo - 1) * sizeof(conn->fifo[0]));
+	conn->n_fifo--;
+	r = rt_req_get(c, conn->responding);
+	if (!r)
+		return;
+	r->state = RT_REQ_RESPONDING;
+	r->resp_first_enter = c->cur_enter;
+}
+
+static void resp_on_headers(void *ctx, const struct rt_http_resp_info *info)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_req *r = rt_req_get(c, c->cur_conn->responding);
+
+	if (!r)
+		return;
+	if (info->status >= 100 && info->status < 200)
+		return; /* interim: the real status follows */
+	r->span.status = info->status;
+	r->span.streamed = info->sse;
+	c->cur_conn->resp_close_delimited = info->close_delimited;
+	add_reported(r, info->reported, info->n_reported);
+}
+
+static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_req *r = rt_req_get(c, c->cur_conn->responding);
+
+	if (!r)
+		return;
+	/*
+	 * ev->incomplete (bytes of this event were not captured) is not a
+	 * span flag: the event's bounds are known and its kind and numbers
+	 * come from the captured head and tail. docs/spans.md, "incomplete".
+	 */
+	if (ev->tokens_out >= 0)
+		r->span.tokens_out = ev->tokens_out;
+	add_reported(r, ev->reported, ev->n_reported);
+	switch (ev->kind) {
+	case RT_SSE_CONTENT:
+		r->span.events_out++;
+		if (!r->span.first_token_ns)
+			r->span.first_token_ns = c->cur_enter;
+		else
+			rt_span_add_gap(r, (int64_t)(c->cur_enter - r->last_event_enter));
+		r->last_event_enter = c->cur_enter;
+		r->span.last_token_ns = c->cur_enter;
+		break;
+	default:
+		break;
+	}
+}
+
+static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_conn *conn = c->cur_conn;
+	struct rt_req *r = rt_req_get(c, conn->responding);
+
+	conn->responding = 0;
+	if (!r)
+		return;
+	if (done->tokens_out >= 0)
+		r->span.tokens_out = done->tokens_out;
+	add_reported(r, done->reported, done->n_reported);
+	if (done->guessed)
+		r->span.flags |= RT_SPAN_INCOMPLETE;
+	rt_req_end(c, r, c->cur_exit, r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
+}
+
+static void resp_on_error(void *ctx, enum rt_http_error err)
+{
+	struct rt_correlator *c = ctx;
+	struct rt_conn *conn = c->cur_conn;
+	struct rt_req *r = rt_req_get(c, conn->responding);
+
+	if (r) {
+		r->span.flags |= RT_SPAN_INCOMPLETE;
+		rt_req_end(c, r, c->cur_exit,
+			   r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
+	}
+	conn->responding = 0;
+	mark_unreadable(c, conn, err);
+}
+
+static const struct rt_http_resp_cb resp_cb = {
+	.on_begin = resp_on_begin,
+	.on_headers = resp_on_headers,
+	.on_sse_event = resp_on_sse_event,
+	.on_complete = resp_on_complete,
+	.on_error = resp_on_error,
+};
+
+/* ---- socket records ---------------------------------------------------- */
+
+static bool looks_like_http_request(const uint8_t *p, size_t n)
+{
+	static const char *const methods[] = { "GET ",	 "POST ",    "PUT ",	 "DELETE ", "HEAD ",
+					       "PATCH ", "OPTIONS ", "CONNECT ", "TRACE " };
+	size_t i;
+
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		size_t l = strlen(methods[i]);
+
+		if (n >= l && !memcmp(p, methods[i], l))
+			return true;
+	}
+	return false;
+}
+
+static struct rt_conn *conn_for_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
+{
+	struct rt_conn *conn = rt_hmap_get(&c->conns, conn_key(ev->hdr.pid, ev->fd));
+
+	if (conn)
+		return conn;
+	/* first sight of a connection opened before tracing started */
+	conn = conn_new(c, ev->hdr.pid, ev->fd);
+	if (!conn)
+		return NULL;
+	conn->predates = true;
+	if (ev->local.port >= EPHEMERAL_PORT_MIN && ev->peer.port < EPHEMERAL_PORT_MIN &&
+	    ev->local.family != RT_AF_UNIX)
+		conn->outbound = true;
+	if (conn->outbound)
+		describe(conn, &ev->local, &ev->peer);
+	else
+		describe(conn, &ev->peer, &ev->local);
+	return conn;
+}
+
+static void feed(struct rt_correlator *c, struct rt_conn *conn, const struct rt_ev_sock_io *ev,
+		 bool recv)
+{
+	const uint8_t *data = ev->data;
+	uint64_t ret = (uint64_t)ev->ret;
+	uint64_t gap =
+		ret > (uint64_t)ev->head_len + ev->tail_len ? ret - ev->head_len - ev->tail_len : 0;
+
+	if (recv) {
+		if (!conn->reqp && !(conn->reqp = rt_http_req__new()))
+			return;
+		if (conn->predates && !conn->resynced) {
+			/* joined mid-stream: wait for a feed that starts a request */
+			rt_http_req_resync(conn->reqp, &req_cb, c);
+			conn->resynced = true;
+		}
+		if (rt_http_req_feed(conn->reqp, data, ev->head_len, &req_cb, c) == 0) {
+			if (gap)
+				rt_http_req_gap(conn->reqp, gap, &req_cb, c);
+			/* after a gap the tail is fed even when empty: the parser
+			 * may end there a message whose framing the gap hid */
+			if ((gap || ev->tail_len) && !conn->unreadable)
+				rt_http_req_feed(conn->reqp, data + ev->head_len, ev->tail_len,
+						 &req_cb, c);
+		}
+	} else {
+		if (!conn->respp && !(conn->respp = rt_http_resp__new()))
+			return;
+		if (!conn->responding && conn->n_fifo) {
+			struct rt_req *next = rt_req_get(c, conn->fifo[0]);
+
+			rt_http_resp_expect_head(conn->respp,
+						 next && !strcmp(next->span.method, "HEAD"));
+		}
+		if (conn->predates && !conn->resp_resynced) {
+			rt_http_resp_resync(conn->respp, &resp_cb, c);
+			conn->resp_resynced = true;
+		}
+		if (rt_http_resp_feed(conn->respp, data, ev->head_len, &resp_cb, c) == 0) {
+			if (gap)
+				rt_http_resp_gap(conn->respp, gap, &resp_cb, c);
+			if ((gap || ev->tail_len) && !conn->unreadable)
+				rt_http_resp_feed(conn->respp, data + ev->head_len, ev->tail_len,
+						  &resp_cb, c);
+		}
+	}
+}
+
+static bool is_abort_errno(int64_t ret)
+{
+	return ret == -EPIPE || ret == -ECONNRESET || ret == -ECONNABORTED || ret == -ETIMEDOUT;
+}
+
+void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
+{
+	bool recv = ev->hdr.kind == RT_EV_SOCK_RECV;
+	struct rt_thread *t;
+	struct rt_conn *conn;
+	struct rt_req *r;
+
+	if (!rt_proc_get(c, ev->hdr.pid, true))
+		return;
+	conn = conn_for_io(c, ev);
+	if (!conn)
+		return;
+	conn->last_activity = ev->hdr.ts_ns;
+	t = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, true);
+
+	if (conn->outbound) {
+		if (!conn->peer_kind_known && !recv && ev->ret > 0) {
+			conn->peer_kind_known = true;
+			conn->comm_peer = !looks_like_http_request(ev->data, ev->head_len);
+		}
+		/* blocked waiting for a peer's reply: comm wait (docs/spans.md) */
+		if (recv && ev->ret > 0 && conn->comm_peer && t)
+			rt_cpu_comm_wait(c, t, ev->enter_ns, ev->hdr.ts_ns);
+		return;
+	}
+	if (ev->ret == 0 && recv) {
+		/*
+		 * The client is gone (or half-closed): an unfinished request ends
+		 * here if its response never completes (docs/spans.md: aborted),
+		 * so nothing after this instant is charged to it.
+		 */
+		conn->peer_closed_ns = ev->hdr.ts_ns;
+		settle(c, conn, ev->hdr.ts_ns);
+		return;
+	}
+	if (ev->ret < 0) {
+		if (is_abort_errno(ev->ret))
+			abort_all(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);
+		return;
+	}
+	if (conn->unreadable)
+		return;
+
+	c->cur_conn = conn;
+	c->cur_ev = &ev->hdr;
+	c->cur_enter = ev->enter_ns;
+	c->cur_exit = ev->hdr.ts_ns;
+	c->cur_tid = ev->hdr.tid;
+	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
+		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
+	if (!recv && t) {
+		uint64_t serial = conn->responding ? conn->responding :
+				  conn->n_fifo	   ? conn->fifo[0] :
+						     0;
+
+		if (serial && (r = rt_req_get(c, serial)))
+			rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
+	}
+	feed(c, conn, ev, recv);
+	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
+		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
+	/* a read that completed requests: the reader worked for each of them */
+	if (recv && t) {
+		uint32_t i;
+
+		for (i = 0; i < conn->n_fifo; i++)
+			if ((r = rt_req_get(c, conn->fifo[i])) &&
+			    r->span.received_ns == c->cur_exit)
+				rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
+	}
+	c->cur_conn = NULL;
+	c->cur_ev = NULL;
+}
+
+void rt_conn_on_close(struct rt_correlator *c, const struct rt_ev_sock_close *ev)
+{
+	struct rt_conn *conn = rt_hmap_get(&c->conns, conn_key(ev->hdr.pid, ev->fd));
+
+	if (!conn)
+		return;
+	if (ev->hdr.kind == RT_EV_SOCK_SHUTDOWN)
+		return; /* half-close: the connection may still carry a response */
+	if (conn->respp && conn->responding && conn->resp_close_delimited) {
+		c->cur_conn = conn;
+		c->cur_enter = ev->enter_ns;
+		c->cur_exit = ev->hdr.ts_ns;
+		/* the server's close is how a close-delimited response ends */
+		rt_http_resp_eof(conn->respp, &resp_cb, c);
+		c->cur_conn = NULL;
+	}
+	conn_close(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);
+}
+
+void rt_conns_proc_exit(struct rt_correlator *c, uint32_t pid, uint64_t ts)
+{
+	struct rt_conn *victims[256];
+	size_t pos;
+	uint32_t n, i;
+	uint64_t key;
+	void *val;
+
+	/* collect then close: the map must not change while we walk it */
+	do {
+		n = 0;
+		pos = 0;
+		while (n < 256 && (pos = rt_hmap_next(&c->conns, pos, &key, &val)) != 0)
+			if (((struct rt_conn *)val)->pid == pid)
+				victims[n++] = val;
+		for (i = 0; i < n; i++)
+			conn_close(c, victims[i], ts, RT_OUTCOME_SERVER_EXIT);
+	} while (n == 256);
+}

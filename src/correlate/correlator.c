@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The correlator's front: event dispatch, processes and target groups,
+ * the request table, span emission and late amendment.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate/internal.h"
+
+#define DEFAULT_IDLE_NS (300ULL * 1000000000ULL)
+#define TIMEOUT_SCAN_NS 1000000000ULL
+
+/* Smallest valid record of each kind: shorter ones are refused. */
+static uint32_t min_size(uint16_t kind)
+{
+	switch (kind) {
+	case RT_EV_SCHED_SWITCH:
+		return sizeof(struct rt_ev_sched_switch);
+	case RT_EV_SCHED_WAKING:
+		return sizeof(struct rt_ev_sched_waking);
+	case RT_EV_TASK_NEW:
+		return sizeof(struct rt_ev_task_new);
+	case RT_EV_PROC_EXEC:
+		return sizeof(struct rt_ev_proc_exec);
+	case RT_EV_PROC_EXIT:
+		return sizeof(struct rt_ev_proc_exit);
+	case RT_EV_SOCK_ACCEPT:
+	case RT_EV_SOCK_CONNECT:
+		return sizeof(struct rt_ev_sock_conn);
+	case RT_EV_SOCK_RECV:
+	case RT_EV_SOCK_SEND:
+		return sizeof(struct rt_ev_sock_io);
+	case RT_EV_SOCK_CLOSE:
+	case RT_EV_SOCK_SHUTDOWN:
+		return sizeof(struct rt_ev_sock_close);
+	case RT_EV_MARK_BEGIN:
+	case RT_EV_MARK_END:
+		return sizeof(struct rt_ev_mark);
+	case RT_EV_MARK_STEP_BEGIN:
+	case RT_EV_MARK_STEP_MEMBER:
+	case RT_EV_MARK_STEP_END:
+		return sizeof(struct rt_ev_mark_step);
+	case RT_EV_MARK_BIND:
+		return sizeof(struct rt_ev_mark_bind);
+	case RT_EV_LOSS:
+		return sizeof(struct rt_ev_loss);
+	case RT_EV_TARGET:
+		return sizeof(struct rt_ev_target);
+	default:
+		return sizeof(struct rt_event_hdr);
+	}
+}
+
+struct rt_proc *rt_proc_get(struct rt_correlator *c, uint32_t pid, bool create)
+{
+	struct rt_proc *p;
+
+	if (!pid)
+		return NULL;
+	p = rt_hmap_get(&c->procs, pid);
+	if (p || !create)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	snprintf(p->group, sizeof(p->group), "pid:%u", pid);
+	if (rt_hmap_put(&c->procs, pid, p)) {
+		c->st.dropped_procs++;
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial)
+{
+	return serial ? rt_hmap_get(&c->reqs, serial) : NULL;
+}
+
+struct rt_req *rt_req_by_id(struct rt_correlator *c, const char *id)
+{
+	struct rt_req *r = rt_hmap_get(&c->req_ids, rt_hash_str(id));
+
+	/* the key is a hash of untrusted text: check it is really this id */
+	return r && !strcmp(r->span.request_id, id) ? r : NULL;
+}
+
+void rt_req_set_id(struct rt_correlator *c, struct rt_req *r, const char *id)
+{
+	snprintf(r->span.request_id, sizeof(r->span.request_id), "%s", id);
+	if (rt_hmap_put(&c->req_ids, rt_hash_str(r->span.request_id), r))
+		c->st.dropped_requests++; /* still traced, only markers cannot find it */
+}
+
+struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_t start_ns)
+{
+	struct rt_proc *p = rt_proc_get(c, conn->pid, false);
+	struct rt_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->serial = ++c->next_serial;
+	if (rt_hmap_put(&c->reqs, r->serial, r)) {
+		c->st.dropped_requests++;
+		free(r);
+		return NULL;
+	}
+	rt_span_init(&r->span);
+	r->conn_serial = conn->serial;
+	r->pid = conn->pid;
+	r->fd = conn->fd;
+	r->last_activity = start_ns;
+	r->span.start_ns = start_ns;
+	r->span.pid = conn->pid;
+	snprintf(r->span.conn, sizeof(r->span.conn), "%s", conn->desc);
+	if (p) {
+		snprintf(r->span.group, sizeof(r->span.group), "%s", p->group);
+		snprintf(r->span.comm, sizeof(r->span.comm), "%s", p->comm);
+	}
+	conn->seq++;
+	return r;
+}
+
+static void release(struct rt_correlator *c, struct rt_req *r)
+{
+	if (rt_hmap_get(&c->req_ids, rt_hash_str(r->span.request_id)) == r)
+		rt_hmap_del(&c->req_ids, rt_hash_str(r->span.request_id));
+	if (r->bind_key && (uint64_t)(uintptr_t)rt_hmap_get(&c->binds, r->bind_key) == r->serial)
+		rt_hmap_del(&c->binds, r->bind_key);
+	rt_hmap_del(&c->reqs, r->serial);
+	rt_gpu_release(r);
+	free(r->gaps);
+	free(r);
+}
+
+void rt_req_discard(struct rt_correlator *c, struct rt_req *r, uint64_t ts)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n_touched; i++) {
+		struct rt_thread *t = rt_hmap_get(&c->threads, r->touched[i]);
+
+		if (t) {
+			rt_cpu_account(c, t, ts);
+			rt_cpu_forget(t, r->serial);
+		}
+	}
+	release(c, r);
+}
+
+static void emit(struct rt_correlator *c, const struct rt_span *s, bool amended)
+{
+	if (amended)
+		c->st.spans_amended++;
+	else
+		c->st.spans++;
+	if (c->o.on_span)
+		c->o.on_span(s, c->o.ctx);
+}
+
+static void remember(struct rt_correlator *c, const struct rt_span *s)
+{
+	struct rt_recent *slot = &c->recent[c->recent_head];
+
+	slot->used = true;
+	slot->span = *s;
+	c->recent_head = (c->recent_head + 1) % c->o.recent_spans;
+}
+
+void rt_req_end(struct rt_correlator *c, struct rt_req *r, uint64_t end_ns, enum rt_outcome outcome)
+{
+	struct rt_proc *p;
+
+	if (r->ended)
+		return;
+	r->ended = true;
+	if (end_ns < r->span.start_ns)
+		end_ns = r->span.start_ns;
+	r->span.end_ns = end_ns;
+	rt_cpu_flush_for(c, r, end_ns);
+	rt_marker_close_all(r, end_ns);
+	rt_gpu_finish(c, r);
+	r->span.outcome = outcome;
+	p = rt_proc_get(c, r->pid, false);
+	if (p) {
+		snprintf(r->span.group, sizeof(r->span.group), "%s", p->group);
+		if (p->comm[0])
+			snprintf(r->span.comm, sizeof(r->span.comm), "%s", p->comm);
+	}
+	if (!r->span.request_id[0])
+		snprintf(r->span.request_id, sizeof(r->span.request_id), "%u:%d:0", r->pid, r->fd);
+	rt_span_finalize(r);
+	remember(c, &r->span);
+	emit(c, &r->span, false);
+	release(c, r);
+}
+
+/* ---- process and target bookkeeping ---------------------------------------- */
+
+static void on_target(struct rt_correlator *c, const struct rt_ev_target *ev)
+{
+	struct rt_proc *p;
+
+	if (ev->leave) {
+		p = rt_hmap_get(&c->procs, ev->hdr.pid);
+		if (!p)
+			return;
+		/* no longer traced: what is in flight cannot be finished */
+		rt_conns_proc_exit(c, ev->hdr.pid, ev->hdr.ts_ns);
+		rt_hmap_del(&c->procs, ev->hdr.pid);
+		free(p);
+		return;
+	}
+	p = rt_proc_get(c, ev->hdr.pid, true);
+	if (!p)
+		return;
+	p->group_id = ev->group_id;
+	memcpy(p->group, ev->group, RT_NAME_LEN);
+	p->group[RT_NAME_LEN - 1] = '\0';
+	if (ev->comm[0]) {
+		memcpy(p->comm, ev->comm, RT_COMM_LEN);
+		p->comm[RT_COMM_LEN - 1] = '\0';
+	}
+}
+
+static void on_task_new(struct rt_correlator *c, const struct rt_ev_task_new *ev)
+{
+	struct rt_proc *parent = rt_proc_get(c, ev->hdr.pid, true), *child;
+	struct rt_thread *t;
+
+	if (!parent)
+		return;
+	if (!(ev->clone_flags & CLONE_THREAD) && ev->child_pid != ev->hdr.pid) {
+		child = rt_proc_get(c, ev->child_pid, true);
+		if (child) {
+			child->group_id = parent->group_id;
+			memcpy(child->group, parent->group, sizeof(child->group));
+			memcpy(child->comm, parent->comm, sizeof(child->comm));
+		}
+	}
+	t = rt_thread_get(c, ev->child_tid, ev->child_pid, true);
+	if (t) {
+		memcpy(t->comm, ev->comm, RT_COMM_LEN);
+		t->comm[RT_COMM_LEN - 1] = '\0';
+	}
+}
+
+static void on_exit_ev(struct rt_correlator *c, const struct rt_ev_proc_exit *ev)
+{
+	struct rt_proc *p;
+
+	rt_cpu_on_exit(c, ev->hdr.tid, ev->hdr.ts_ns);
+	if (!ev->group_dead)
+		return;
+	rt_conns_proc_exit(c, ev->hdr.pid, ev->hdr.ts_ns);
+	p = rt_hmap_del(&c->procs, ev->hdr.pid);
+	free(p);
+}
+
+/* ---- loss and late records ------------------------------------------------- */
+
+static void amend_recent(struct rt_correlator *c, uint32_t pid, uint64_t from, uint64_t to,
+			 uint32_t flags)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->o.recent_spans; i++) {
+		struct rt_span *s = &c->recent[i].span;
+
+		if (!c->recent[i].used || (pid && s->pid != pid))
+			continue;
+		if (s->end_ns < from || s->start_ns > to)
+			continue;
+		if ((s->flags & flags) == flags && (flags & RT_SPAN_INCOMPLETE) &&
+		    !(flags & RT_SPAN_LATE_AMENDED))
+			continue; /* already says so */
+		s->flags |= flags;
+		s->revision++;
+		emit(c, s, true);
+	}
+}
+
+static void on_loss(struct rt_correlator *c, const struct rt_ev_loss *ev)
+{
+	size_t pos = 0;
+	void *val;
+
+	c->st.lost_records += ev->count;
+	while ((pos = rt_hmap_next(&c->reqs, pos, NULL, &val)) != 0) {
+		struct rt_req *r = val;
+
+		if (!ev->hdr.pid || r->pid == ev->hdr.pid)
+			r->span.flags |= RT_SPAN_INCOMPLETE;
+	}
+	amend_recent(c, ev->hdr.pid, ev->since_ns, ev->hdr.ts_ns, RT_SPAN_INCOMPLETE);
+}
+
+static bool may_change_spans(uint16_t kind)
+{
+	return kind < RT_EV_LOSS;
+}
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev, bool late)
+{
+	if (!ev || ev->size < min_size(ev->kind)) {
+		c->st.invalid_events++;
+		return;
+	}
+	c->st.events++;
+	if (late) {
+		c->st.late_events++;
+		/* a finished span this record falls in may be wrong now: say so */
+		if (may_change_spans(ev->kind))
+			amend_recent(c, ev->pid, ev->ts_ns, ev->ts_ns,
+				     RT_SPAN_LATE_AMENDED | RT_SPAN_INCOMPLETE);
+	} else if (ev->ts_ns > c->now) {
+		c->now = ev->ts_ns;
+	}
+
+	switch (ev->kind) {
+	case RT_EV_SCHED_SWITCH:
+		rt_cpu_on_switch(c, (const struct rt_ev_sched_switch *)ev);
+		break;
+	case RT_EV_SCHED_WAKING:
+		rt_cpu_on_waking(c, (const struct rt_ev_sched_waking *)ev);
+		break;
+	case RT_EV_TASK_NEW:
+		on_task_new(c, (const struct rt_ev_task_new *)ev);
+		break;
+	case RT_EV_PROC_EXEC: {
+		const struct rt_ev_proc_exec *x = (const void *)ev;
+		struct rt_proc *p = rt_proc_get(c, ev->pid, true);
+
+		if (p) {
+			memcpy(p->comm, x->comm, RT_COMM_LEN);
+			p->comm[RT_COMM_LEN - 1] = '\0';
+		}
+		break;
+	}
+	case RT_EV_PROC_EXIT:
+		on_exit_ev(c, (const struct rt_ev_proc_exit *)ev);
+		break;
+	case RT_EV_SOCK_ACCEPT:
+	case RT_EV_SOCK_CONNECT:
+		rt_conn_on_accept(c, (const struct rt_ev_sock_conn *)ev,
+				  ev->kind == RT_EV_SOCK_CONNECT);
+		break;
+	case RT_EV_SOCK_RECV:
+	case RT_EV_SOCK_SEND: {
+		const struct rt_ev_sock_io *io = (const void *)ev;
+
+		if (sizeof(*io) + (uint32_t)io->head_len + io->tail_len > ev->size) {
+			c->st.invalid_events++;
+			return;
+		}
+		rt_conn_on_io(c, io);
+		break;
+	}
+	case RT_EV_SOCK_CLOSE:
+	case RT_EV_SOCK_SHUTDOWN:
+		rt_conn_on_close(c, (const struct rt_ev_sock_close *)ev);
+		break;
+	case RT_EV_MARK_BEGIN:
+	case RT_EV_MARK_END:
+	case RT_EV_MARK_STEP_BEGIN:
+	case RT_EV_MARK_STEP_MEMBER:
+	case RT_EV_MARK_STEP_END:
+	case RT_EV_MARK_BIND:
+		if (rt_proc_get(c, ev->pid, true))
+			rt_marker_on_event(c, ev);
+		break;
+	case RT_EV_LOSS:
+		on_loss(c, (const struct rt_ev_loss *)ev);
+		break;
+	case RT_EV_TARGET:
+		on_target(c, (const struct rt_ev_target *)ev);
+		break;
+	case RT_EV_CUDA_API_ENTER:
+	case RT_EV_CUDA_API_EXIT:
+	case RT_EV_NCCL_ENTER:
+	case RT_EV_NCCL_EXIT:
+	case RT_EV_GPU_KERNEL:
+	case RT_EV_GPU_MEMCPY:
+	case RT_EV_GPU_MEMSET:
+	case RT_EV_GPU_SYNC:
+	case RT_EV_GPU_EXT_CORR:
+	case RT_EV_LINK_SAMPLE:
+		rt_gpu_on_event(c, ev);
+		break;
+	default:
+		/* bookkeeping (watermarks, clocks, source names) needs nothing here */
+		break;
+	}
+}
+
+static void detach(struct rt_correlator *c, struct rt_req *r)
+{
+	size_t pos = 0;
+	void *val;
+
+	/* so that its connection does not end it a second time */
+	while ((pos = rt_hmap_next(&c->conns, pos, NULL, &val)) != 0) {
+		struct rt_conn *conn = val;
+		uint32_t j;
+
+		if (conn->serial != r->conn_serial)
+			continue;
+		if (conn->receiving == r->serial)
+			conn->receiving = 0;
+		if (conn->responding == r->serial)
+			conn->responding = 0;
+		for (j = 0; j < conn->n_fifo; j++) {
+			if (conn->fifo[j] == r->serial) {
+				memmove(conn->fifo + j, conn->fifo + j + 1,
+					(conn->n_fifo - j - 1) * sizeof(conn->fifo[0]));
+				conn->n_fifo--;
+				break;
+			}
+		}
+		return;
+	}
+}
+
+void rt_correlator__advance(struct rt_correlator *c, uint64_t horizon_ns)
+{
+	enum { BATCH = 64 };
+	void *victims[BATCH];
+	size_t pos, n, i;
+	void *val;
+
+	if (horizon_ns > c->now)
+		c->now = horizon_ns;
+	/* idle requests and connections: scanned at most once a second */
+	if (horizon_ns < c->last_scan + TIMEOUT_SCAN_NS || horizon_ns < c->o.idle_timeout_ns)
+		return;
+	c->last_scan = horizon_ns;
+	do {
+		n = 0;
+		pos = 0;
+		while (n < BATCH && (pos = rt_hmap_next(&c->reqs, pos, NULL, &val)) != 0)
+			if (((struct rt_req *)val)->last_activity + c->o.idle_timeout_ns <
+			    horizon_ns)
+				victims[n++] = val;
+		for (i = 0; i < n; i++) {
+			struct rt_req *r = victims[i];
+
+			detach(c, r);
+			rt_req_end(c, r, r->last_activity, RT_OUTCOME_TIMEOUT);
+		}
+	} while (n == BATCH);
+	do {
+		n = 0;
+		pos = 0;
+		while (n < BATCH && (pos = rt_hmap_next(&c->conns, pos, NULL, &val)) != 0) {
+			struct rt_conn *conn = val;
+
+			if (!conn->receiving && !conn->responding && !conn->n_fifo &&
+			    conn->last_activity + c->o.idle_timeout_ns < horizon_ns)
+				victims[n++] = val;
+		}
+		for (i = 0; i < n; i++) {
+			struct rt_conn *conn = victims[i];
+
+			rt_hmap_del(&c->conns, ((uint64_t)conn->pid << 32) | (uint32_t)conn->fd);
+			rt_conn_free(c, conn);
+		}
+	} while (n == BATCH);
+}
+
+uint64_t rt_correlator__finish(struct rt_correlator *c)
+{
+	return c->reqs.len;
+}
+
+void rt_correlator__stats(const struct rt_correlator *c, struct rt_correlator_stats *st)
+{
+	*st = c->st;
+	st->requests_inflight = c->reqs.len;
+	st->conns = c->conns.len;
+	st->threads = c->threads.len;
+	st->procs = c->procs.len;
+}
+
+void rt_correlator__unreadable(const struct rt_correlator *c, uint32_t group_id, uint64_t *out)
+{
+	uint32_t g = group_id < RT_CORR_GROUPS_MAX ? group_id : RT_CORR_GROUPS_MAX - 1;
+
+	memcpy(out, c->unreadable[g], sizeof(c->unreadable[g]));
+}
+
+static enum rt_phase current_phase(const struct rt_req *r)
+{
+	int p;
+
+	for (p = RT_PHASE__COUNT - 1; p >= 0; p--)
+		if (r->mark_open[p] && p != RT_PHASE_COMM_WAIT)
+			return (enum rt_phase)p;
+	switch (r->state) {
+	case RT_REQ_RECEIVING:
+		return RT_PHASE_RECEIVE;
+	case RT_REQ_WAITING:
+		return RT_PHASE_PRE_FIRST_TOKEN;
+	case RT_REQ_RESPONDING:
+		return r->span.first_token_ns ? RT_PHASE_DECODE : RT_PHASE_PRE_FIRST_TOKEN;
+	}
+	return RT_PHASE_OTHER;
+}
+
+void rt_correlator__inflight(const struct rt_correlator *c, rt_inflight_fn fn, void *ctx)
+{
+	size_t pos = 0;
+	void *val;
+
+	while ((pos = rt_hmap_next(&c->reqs, pos, NULL, &val)) != 0) {
+		const struct rt_req *r = val;
+		struct rt_inflight v = {
+			.request_id = r->span.request_id,
+			.path = r->span.path,
+			.group = r->span.group,
+			.pid = r->pid,
+			.start_ns = r->span.start_ns,
+			.last_activity_ns = r->last_activity,
+			.events_out = r->span.events_out,
+			.phase = current_phase(r),
+		};
+
+		fn(&v, ctx);
+	}
+}
+
+/* ---- lifetime ---------------------------------------------------------------- */
+
+struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts)
+{
+	struct rt_correlator *c = calloc(1, sizeof(*c));
+	int err = -ENOMEM;
+
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (opts)
+		c->o = *opts;
+	if (!c->o.idle_timeout_ns)
+		c->o.idle_timeout_ns = DEFAULT_IDLE_NS;
+	if (!c->o.max_procs)
+		c->o.max_procs = 4096;
+	if (!c->o.max_conns)
+		c->o.max_conns = 65536;
+	if (!c->o.max_requests)
+		c->o.max_requests = 8192;
+	if (!c->o.max_threads)
+		c->o.max_threads = 65536;
+	if (!c->o.recent_spans)
+		c->o.recent_spans = 1024;
+	if (rt_hmap_init(&c->procs, c->o.max_procs) ||
+	    rt_hmap_init(&c->threads, c->o.max_threads) ||
+	    rt_hmap_init(&c->conns, c->o.max_conns) || rt_hmap_init(&c->reqs, c->o.max_requests) ||
+	    rt_hmap_init(&c->req_ids, c->o.max_requests) ||
+	    rt_hmap_init(&c->binds, c->o.max_requests))
+		goto cleanup;
+	c->recent = calloc(c->o.recent_spans, sizeof(*c->recent));
+	if (!c->recent)
+		goto cleanup;
+	return c;
+cleanup:
+	rt_correlator__free(c);
+	errno = -err;
+	return NULL;
+}
+
+static void free_all(struct rt_hmap *m, void (*fn)(struct rt_correlator *, void *),
+		     struct rt_correlator *c)
+{
+	size_t pos = 0;
+	void *val;
+
+	while ((pos = rt_hmap_next(m, pos, NULL, &val)) != 0)
+		fn(c, val);
+	rt_hmap_fini(m);
+}
+
+static void free_plain(struct rt_correlator *c, void *p)
+{
+	(void)c;
+	free(p);
+}
+
+static void free_req(struct rt_correlator *c, void *p)
+{
+	struct rt_req *r = p;
+
+	(void)c;
+	rt_gpu_release(r);
+	free(r->gaps);
+	free(r);
+}
+
+static void free_thread(struct rt_correlator *c, void *p)
+{
+	rt_thread_free(c, p);
+}
+
+static void free_conn(struct rt_correlator *c, void *p)
+{
+	rt_conn_free(c, p);
+}
+
+void rt_correlator__free(struct rt_correlator *c)
+{
+	if (!c)
+		return;
+	if (c->reqs.slots)
+		free_all(&c->reqs, free_req, c);
+	if (c->conns.slots)
+		free_all(&c->conns, free_conn, c);
+	if (c->threads.slots)
+		free_all(&c->threads, free_thread, c);
+	if (c->procs.slots)
+		free_all(&c->procs, free_plain, c);
+	rt_hmap_fini(&c->req_ids);
+	rt_hmap_fini(&c->binds);
+	free(c->recent);
+	free(c);
+}

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * CPU attribution (docs/spans.md, "CPU attribution").
+ *
+ * A thread's time is cut into pieces at every scheduler event. Pieces
+ * under a marker claim or an engine step go at once to those owners.
+ * Other on-CPU and runqueue pieces accumulate in the burst's residual,
+ * charged when the burst ends to the burst's owners (rules 2-4), which may
+ * have grown during the burst: an engine burst is charged to the requests
+ * whose handlers it wakes at its end. When a request ends, every thread
+ * holding time for it is settled first, so nothing after its end_ns is
+ * charged to it.
+ *
+ * Comm wait seen by probes (a blocked read on an outbound connection) is
+ * held by the reading thread until it next serves requests (wakes their
+ * handlers): a step's exchange with a peer belongs to the step's requests,
+ * which only show when the step ends.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate/internal.h"
+
+#define OWNERS_MAX                                                                                 \
+	(RT_THREAD_OWNERS_MAX + RT_THREAD_SERVED_MAX + RT_THREAD_MARK_MAX + RT_STEP_MEMBERS_MAX + 1)
+
+enum piece { PIECE_ON, PIECE_RUNQ, PIECE_OFF };
+
+struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t pid, bool create)
+{
+	struct rt_thread *t = rt_hmap_get(&c->threads, tid);
+
+	if (t) {
+		if (pid && t->pid != pid) {
+			/* tid reused by another process: start over */
+			rt_hmap_del(&c->threads, tid);
+			rt_thread_free(c, t);
+			t = NULL;
+		} else {
+			return t;
+		}
+	}
+	if (!create || !tid)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	t->pid = pid;
+	if (rt_hmap_put(&c->threads, tid, t)) {
+		c->st.dropped_threads++;
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
+{
+	(void)c;
+	if (!t)
+		return;
+	free(t->step);
+	free(t->served);
+	free(t);
+}
+
+void rt_req_touch(struct rt_req *r, uint32_t tid)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n_touched; i++)
+		if (r->touched[i] == tid)
+			return;
+	if (r->n_touched < RT_REQ_TOUCHED_MAX)
+		r->touched[r->n_touched++] = tid;
+	else
+		r->span.flags |= RT_SPAN_INCOMPLETE; /* more threads than we can settle */
+}
+
+static bool has(const uint64_t *set, uint32_t n, uint64_t v)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (set[i] == v)
+			return true;
+	return false;
+}
+
+static void add_unique(uint64_t *set, uint32_t *n, uint32_t max, uint64_t v)
+{
+	if (v && !has(set, *n, v) && *n < max)
+		set[(*n)++] = v;
+}
+
+static bool remove_one(uint64_t *set, uint32_t *n, uint64_t v)
+{
+	uint32_t i;
+
+	for (i = 0; i < *n; i++) {
+		if (set[i] == v) {
+			set[i] = set[--(*n)];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Rule 1: marker claims and the open step. */
+static uint32_t marker_owners(const struct rt_thread *t, uint64_t *out)
+{
+	uint32_t n = 0, i;
+
+	for (i = 0; i < t->n_mark; i++)
+		add_unique(out, &n, OWNERS_MAX, t->mark[i]);
+	if (t->in_step)
+		for (i = 0; i < t->n_step; i++)
+			add_unique(out, &n, OWNERS_MAX, t->step[i]);
+	return n;
+}
+
+/* Rules 2-4: I/O owners, the hand-off, requests served in this burst. */
+static uint32_t burst_owners(const struct rt_thread *t, uint64_t *out)
+{
+	uint32_t n = 0, i;
+
+	for (i = 0; i < t->n_io; i++)
+		add_unique(out, &n, OWNERS_MAX, t->io[i]);
+	add_unique(out, &n, OWNERS_MAX, t->handoff);
+	for (i = 0; i < t->n_served; i++)
+		add_unique(out, &n, OWNERS_MAX, t->served[i]);
+	return n;
+}
+
+static struct rt_span_thread *span_thread(struct rt_req *r, const struct rt_thread *t)
+{
+	struct rt_span_cpu *cpu = &r->span.cpu;
+	uint32_t i;
+
+	for (i = 0; i < cpu->n_threads; i++)
+		if (cpu->threads[i].tid == t->tid)
+			return &cpu->threads[i];
+	if (cpu->n_threads >= RT_SPAN_THREADS_MAX) {
+		cpu->threads_dropped++;
+		return NULL;
+	}
+	cpu->threads[cpu->n_threads].tid = t->tid;
+	memcpy(cpu->threads[cpu->n_threads].comm, t->comm, RT_SPAN_COMM_MAX);
+	cpu->threads[cpu->n_threads].comm[RT_SPAN_COMM_MAX - 1] = '\0';
+	return &cpu->threads[cpu->n_threads++];
+}
+
+static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t *owners, uint32_t n,
+		   enum piece kind, int64_t ns)
+{
+	struct rt_req *reqs[OWNERS_MAX];
+	uint32_t i, live = 0;
+
+	if (ns <= 0)
+		return;
+	for (i = 0; i < n; i++) {
+		struct rt_req *r = rt_req_get(c, owners[i]);
+
+		if (r)
+			reqs[live++] = r;
+	}
+	if (!live) {
+		if (kind != PIECE_OFF)
+			c->st.unattributed_cpu_ns += ns;
+		return;
+	}
+	for (i = 0; i < live; i++) {
+		struct rt_req *r = reqs[i];
+		/* an equal split, rounded down: what a piece cannot split evenly is lost */
+		int64_t share = ns / live;
+		struct rt_span_thread *st = span_thread(r, t);
+
+		rt_req_touch(r, t->tid);
+		switch (kind) {
+		case PIECE_ON:
+			r->span.cpu.on_cpu_ns += share;
+			if (st)
+				st->on_cpu_ns += share;
+			break;
+		case PIECE_RUNQ:
+			r->span.cpu.runq_ns += share;
+			if (st)
+				st->runq_ns += share;
+			break;
+		case PIECE_OFF:
+			r->span.cpu.off_cpu_ns += share;
+			break;
+		}
+		if (st && live > 1)
+			st->shared = true;
+	}
+}
+
+/* Charge the burst's residual to the burst's owners as they are now. */
+static void flush(struct rt_correlator *c, struct rt_thread *t)
+{
+	uint64_t owners[OWNERS_MAX];
+	uint32_t n;
+
+	if (!t->resid_on && !t->resid_runq)
+		return;
+	n = burst_owners(t, owners);
+	charge(c, t, owners, n, PIECE_ON, t->resid_on);
+	charge(c, t, owners, n, PIECE_RUNQ, t->resid_runq);
+	t->resid_on = t->resid_runq = 0;
+}
+
+void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts)
+{
+	uint64_t owners[OWNERS_MAX];
+	uint32_t n;
+	int64_t d;
+
+	if (t->run == RT_RUN_UNKNOWN || ts <= t->since) {
+		if (ts > t->since)
+			t->since = ts;
+		return;
+	}
+	d = (int64_t)(ts - t->since);
+	t->since = ts;
+	n = marker_owners(t, owners);
+	switch (t->run) {
+	case RT_RUN_ONCPU:
+		if (n)
+			charge(c, t, owners, n, PIECE_ON, d);
+		else
+			t->resid_on += d;
+		break;
+	case RT_RUN_RUNNABLE:
+		if (n)
+			charge(c, t, owners, n, PIECE_RUNQ, d);
+		else
+			t->resid_runq += d;
+		break;
+	case RT_RUN_BLOCKED:
+		/* sleeping counts for a thread bound to one request alone */
+		if (n == 1 && !t->in_step)
+			charge(c, t, owners, 1, PIECE_OFF, d);
+		else if (!n && t->n_io == 1)
+			charge(c, t, t->io, 1, PIECE_OFF, d);
+		break;
+	case RT_RUN_UNKNOWN:
+		break;
+	}
+}
+
+static void end_burst(struct rt_correlator *c, struct rt_thread *t)
+{
+	flush(c, t);
+	t->in_burst = false;
+	t->handoff = 0;
+	t->n_served = 0;
+}
+
+void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev)
+{
+	uint64_t ts = ev->hdr.ts_ns;
+	struct rt_thread *t;
+
+	if (ev->prev_tid && rt_proc_get(c, ev->prev_pid, false)) {
+		t = rt_thread_get(c, ev->prev_tid, ev->prev_pid, true);
+		if (t) {
+			memcpy(t->comm, ev->prev_comm, RT_COMM_LEN);
+			t->comm[RT_COMM_LEN - 1] = '\0';
+			rt_cpu_account(c, t, ts);
+			if (ev->prev_state == RT_TASK_RUNNING) {
+				t->run = RT_RUN_RUNNABLE; /* preempted: the burst goes on */
+			} else {
+				end_burst(c, t);
+				t->run = RT_RUN_BLOCKED;
+			}
+		}
+	}
+	if (ev->next_tid && rt_proc_get(c, ev->next_pid, false)) {
+		t = rt_thread_get(c, ev->next_tid, ev->next_pid, true);
+		if (t) {
+			memcpy(t->comm, ev->next_comm, RT_COMM_LEN);
+			t->comm[RT_COMM_LEN - 1] = '\0';
+			rt_cpu_account(c, t, ts);
+			t->run = RT_RUN_ONCPU;
+			t->in_burst = true;
+		}
+	}
+}
+
+/* Rule 3's view of the waker: its single owner by rules 2 and 3, or 0. */
+static uint64_t handoff_owner(const struct rt_thread *w)
+{
+	uint64_t one = 0;
+	uint32_t i;
+
+	for (i = 0; i < w->n_io; i++) {
+		if (one && one != w->io[i])
+			return 0;
+		one = w->io[i];
+	}
+	if (w->handoff) {
+		if (one && one != w->handoff)
+			return 0;
+		one = w->handoff;
+	}
+	return one;
+}
+
+static int served_add(struct rt_thread *t, uint64_t serial)
+{
+	if (!t->served) {
+		t->served = calloc(RT_THREAD_SERVED_MAX, sizeof(*t->served));
+		if (!t->served)
+			return -ENOMEM;
+	}
+	add_unique(t->served, &t->n_served, RT_THREAD_SERVED_MAX, serial);
+	return 0;
+}
+
+/* w serves r: r gets the comm wait w holds (once per exchange group). */
+static void serve_comm(struct rt_thread *w, struct rt_req *r)
+{
+	if (!w->comm_pending || r->comm_group == w->comm_group)
+		return;
+	r->comm_group = w->comm_group;
+	if (r->span.first_token_ns)
+		r->comm_after_ft += w->comm_pending;
+	else
+		r->comm_before_ft += w->comm_pending;
+	r->comm_seen = true;
+	w->comm_served = true;
+}
+
+void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *ev)
+{
+	uint64_t ts = ev->hdr.ts_ns, r_w;
+	struct rt_thread *t, *w = NULL;
+	struct rt_req *req;
+
+	if (!ev->target_tid || !rt_proc_get(c, ev->target_pid, true))
+		return;
+	t = rt_thread_get(c, ev->target_tid, ev->target_pid, true);
+	if (!t)
+		return;
+	rt_cpu_account(c, t, ts);
+	/*
+	 * The kernel emits sched_waking only for a task in a sleeping state; one
+	 * we still see on CPU had decided to sleep and had not switched out yet:
+	 * its burst ended there.
+	 */
+	end_burst(c, t);
+	if (t->run != RT_RUN_ONCPU)
+		t->run = RT_RUN_RUNNABLE;
+	t->in_burst = true;
+
+	if (ev->hdr.tid && ev->hdr.tid != ev->target_tid && rt_proc_get(c, ev->hdr.pid, false))
+		w = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, false);
+	if (!w)
+		return;
+	/* rule 4: w wakes a thread that works for one request alone: w serves it */
+	if (t->n_io == 1 && (req = rt_req_get(c, t->io[0]))) {
+		if (!served_add(w, req->serial))
+			rt_req_touch(req, w->tid);
+		serve_comm(w, req);
+	}
+	/* rule 3: the woken burst belongs to the waker's single owner */
+	r_w = handoff_owner(w);
+	if (r_w && (req = rt_req_get(c, r_w))) {
+		t->handoff = r_w;
+		rt_req_touch(req, t->tid);
+	}
+}
+
+void rt_cpu_on_exit(struct rt_correlator *c, uint32_t tid, uint64_t ts)
+{
+	struct rt_thread *t = rt_hmap_get(&c->threads, tid);
+
+	if (!t)
+		return;
+	rt_cpu_account(c, t, ts);
+	end_burst(c, t);
+	rt_hmap_del(&c->threads, tid);
+	rt_thread_free(c, t);
+}
+
+void rt_cpu_forget(struct rt_thread *t, uint64_t serial)
+{
+	uint32_t i;
+
+	remove_one(t->io, &t->n_io, serial);
+	if (t->served)
+		remove_one(t->served, &t->n_served, serial);
+	if (t->handoff == serial)
+		t->handoff = 0;
+	if (t->in_step)
+		remove_one(t->step, &t->n_step, serial);
+	for (i = 0; i < t->n_mark; i++) {
+		if (t->mark[i] == serial) {
+			t->mark[i] = t->mark[t->n_mark - 1];
+			t->mark_phase[i] = t->mark_phase[t->n_mark - 1];
+			t->n_mark--;
+			i--;
+		}
+	}
+}
+
+void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n_touched; i++) {
+		struct rt_thread *t = rt_hmap_get(&c->threads, r->touched[i]);
+
+		if (!t)
+			continue;
+		rt_cpu_account(c, t, ts);
+		flush(c, t); /* the residual so far, r still among the owners */
+		rt_cpu_forget(t, r->serial);
+	}
+}
+
+void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts)
+{
+	(void)c;
+	(void)ts;
+	if (has(t->io, t->n_io, r->serial))
+		return;
+	if (t->n_io >= RT_THREAD_OWNERS_MAX) {
+		r->span.flags |= RT_SPAN_INCOMPLETE;
+		return;
+	}
+	t->io[t->n_io++] = r->serial;
+	rt_req_touch(r, t->tid);
+}
+
+void rt_cpu_comm_wait(struct rt_correlator *c, struct rt_thread *t, uint64_t enter, uint64_t exit)
+{
+	(void)c;
+	if (exit <= enter)
+		return;
+	/* a new exchange after the last one was handed out starts a new group */
+	if (t->comm_served || !t->comm_pending) {
+		t->comm_pending = 0;
+		t->comm_served = false;
+		t->comm_group = ++c->next_serial;
+	}
+	t->comm_pending += (int64_t)(exit - enter);
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct rt_span_thread *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+void rt_cpu_sort_threads(struct rt_span_cpu *cpu)
+{
+	qsort(cpu->threads, cpu->n_threads, sizeof(cpu->threads[0]), cmp_tid);
+}
+
+uint32_t rt_cpu_owners(const struct rt_thread *t, uint64_t *out, uint32_t max)
+{
+	uint64_t all[OWNERS_MAX];
+	uint32_t n = marker_owners(t, all), i;
+
+	if (!n)
+		n = burst_owners(t, all);
+	for (i = 0; i < n && i < max; i++)
+		out[i] = all[i];
+	return i;
+}

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A request's observations → the span's derived fields: phases (which
+ * partition [start_ns, end_ns]), TTFT, inter-token gap percentiles.
+ * docs/spans.md defines every value computed here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate/internal.h"
+
+void rt_span_add_gap(struct rt_req *r, int64_t gap)
+{
+	if (gap < 0)
+		gap = 0;
+	if (gap > r->gap_max)
+		r->gap_max = gap;
+	if (r->n_gaps >= RT_REQ_GAPS_MAX) {
+		r->n_gaps++; /* counted; percentiles use the first RT_REQ_GAPS_MAX */
+		return;
+	}
+	if (r->n_gaps == r->gaps_cap) {
+		uint32_t cap = r->gaps_cap ? r->gaps_cap * 2 : 64;
+		int64_t *g = realloc(r->gaps, cap * sizeof(*g));
+
+		if (!g) {
+			r->span.flags |= RT_SPAN_INCOMPLETE;
+			return;
+		}
+		r->gaps = g;
+		r->gaps_cap = cap;
+	}
+	r->gaps[r->n_gaps++] = gap;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* nearest rank: the ceil(p * n)-th smallest (1-based), as tests/fixtures does */
+static int64_t nearest_rank(const int64_t *sorted, uint32_t n, uint32_t pct)
+{
+	uint64_t rank = ((uint64_t)pct * n + 99) / 100;
+
+	if (rank < 1)
+		rank = 1;
+	return sorted[rank - 1];
+}
+
+static void itl(struct rt_req *r)
+{
+	uint32_t n = r->n_gaps < RT_REQ_GAPS_MAX ? r->n_gaps : RT_REQ_GAPS_MAX;
+
+	if (!n || !r->gaps)
+		return;
+	qsort(r->gaps, n, sizeof(*r->gaps), cmp_i64);
+	r->span.itl_present = true;
+	r->span.itl_p50_ns = nearest_rank(r->gaps, n, 50);
+	r->span.itl_p99_ns = nearest_rank(r->gaps, n, 99);
+	r->span.itl_max_ns = r->gap_max;
+}
+
+static void set(struct rt_span *s, enum rt_phase p, int64_t v, enum rt_phase_source src)
+{
+	s->phase_ns[p] = v < 0 ? 0 : v;
+	s->phase_source[p] = src;
+}
+
+static void clear(struct rt_span *s, enum rt_phase p)
+{
+	s->phase_ns[p] = RT_NULL_NS;
+	s->phase_source[p] = RT_PSRC_NONE;
+}
+
+static void probe_phases(struct rt_req *r)
+{
+	struct rt_span *s = &r->span;
+	uint64_t out_start; /* first token, or the response's first write */
+
+	if (!s->received_ns) { /* ended while the request was still arriving */
+		set(s, RT_PHASE_RECEIVE, (int64_t)(s->end_ns - s->start_ns), RT_PSRC_PROBE);
+		return;
+	}
+	set(s, RT_PHASE_RECEIVE, (int64_t)(s->received_ns - s->start_ns), RT_PSRC_PROBE);
+	if (r->comm_seen)
+		set(s, RT_PHASE_COMM_WAIT, r->comm_before_ft + r->comm_after_ft, RT_PSRC_PROBE);
+	if (s->streamed && s->first_token_ns) {
+		set(s, RT_PHASE_PRE_FIRST_TOKEN,
+		    (int64_t)(s->first_token_ns - s->received_ns) - r->comm_before_ft,
+		    RT_PSRC_PROBE);
+		set(s, RT_PHASE_DECODE,
+		    (int64_t)(s->last_token_ns - s->first_token_ns) - r->comm_after_ft,
+		    RT_PSRC_PROBE);
+		set(s, RT_PHASE_POSTPROCESS, (int64_t)(s->end_ns - s->last_token_ns),
+		    RT_PSRC_PROBE);
+		return;
+	}
+	out_start = r->resp_first_enter && r->resp_first_enter <= s->end_ns ? r->resp_first_enter :
+									      s->end_ns;
+	if (out_start < s->received_ns)
+		out_start = s->received_ns;
+	set(s, RT_PHASE_PRE_FIRST_TOKEN,
+	    (int64_t)(out_start - s->received_ns) - r->comm_before_ft - r->comm_after_ft,
+	    RT_PSRC_PROBE);
+	if (r->resp_first_enter)
+		set(s, RT_PHASE_POSTPROCESS, (int64_t)(s->end_ns - out_start), RT_PSRC_PROBE);
+}
+
+static bool overlaps_markers(const struct rt_req *r, uint64_t from, uint64_t to)
+{
+	uint32_t i;
+
+	if (to <= from)
+		return false;
+	for (i = 0; i < r->n_mark_iv; i++)
+		if (from < r->mark_iv[i].to && r->mark_iv[i].from < to)
+			return true;
+	return r->mark_iv_max && from < r->mark_iv_max && r->mark_iv_min < to;
+}
+
+/*
+ * Markers replace the phases they name; a probe phase stays only where it
+ * overlaps no marker interval (docs/spans.md, "Markers").
+ */
+static void marker_phases(struct rt_req *r)
+{
+	struct rt_span *s = &r->span;
+	const uint32_t pre =
+		(1u << RT_PHASE_QUEUE) | (1u << RT_PHASE_TOKENIZE) | (1u << RT_PHASE_PREFILL);
+	uint64_t ft = s->first_token_ns ? s->first_token_ns : r->resp_first_enter;
+	uint64_t lt = s->first_token_ns ? s->last_token_ns : r->resp_first_enter;
+	uint32_t p;
+
+	if (!r->mark_seen)
+		return;
+	if (s->phase_source[RT_PHASE_RECEIVE] == RT_PSRC_PROBE &&
+	    overlaps_markers(r, s->start_ns, s->received_ns ? s->received_ns : s->end_ns))
+		clear(s, RT_PHASE_RECEIVE);
+	if (s->phase_source[RT_PHASE_PRE_FIRST_TOKEN] == RT_PSRC_PROBE &&
+	    ((r->mark_seen & pre) || overlaps_markers(r, s->received_ns, ft ? ft : s->end_ns)))
+		clear(s, RT_PHASE_PRE_FIRST_TOKEN);
+	if (s->phase_source[RT_PHASE_DECODE] == RT_PSRC_PROBE && overlaps_markers(r, ft, lt))
+		clear(s, RT_PHASE_DECODE);
+	if (s->phase_source[RT_PHASE_POSTPROCESS] == RT_PSRC_PROBE &&
+	    overlaps_markers(r, lt ? lt : s->end_ns, s->end_ns))
+		clear(s, RT_PHASE_POSTPROCESS);
+	/* probe comm wait lies inside prefill/decode: any marker there hides it */
+	if (s->phase_source[RT_PHASE_COMM_WAIT] == RT_PSRC_PROBE &&
+	    overlaps_markers(r, s->received_ns, lt ? lt : s->end_ns))
+		clear(s, RT_PHASE_COMM_WAIT);
+	for (p = 0; p < RT_PHASE__COUNT; p++) {
+		if (!(r->mark_seen & (1u << p)) || p == RT_PHASE_OTHER)
+			continue;
+		set(s, p, r->mark_total[p] - r->mark_comm_in[p], RT_PSRC_MARKER);
+	}
+}
+
+static int64_t sum_phases(const struct rt_span *s)
+{
+	int64_t sum = 0;
+	uint32_t p;
+
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		if (p != RT_PHASE_OTHER && s->phase_ns[p] != RT_NULL_NS)
+			sum += s->phase_ns[p];
+	return sum;
+}
+
+void rt_span_finalize(struct rt_req *r)
+{
+	struct rt_span *s = &r->span;
+	int64_t dur, other;
+
+	if (s->end_ns < s->start_ns)
+		s->end_ns = s->start_ns;
+	dur = (int64_t)(s->end_ns - s->start_ns);
+	if (s->last_token_ns > s->end_ns)
+		s->last_token_ns = s->end_ns;
+	if (s->first_token_ns > s->end_ns)
+		s->first_token_ns = 0;
+	probe_phases(r);
+	marker_phases(r);
+	/* other is the remainder: never measured, so it has no phase_source */
+	other = dur - sum_phases(s);
+	s->phase_ns[RT_PHASE_OTHER] = other > 0 ? other : 0;
+	s->phase_source[RT_PHASE_OTHER] = RT_PSRC_NONE;
+	if (!s->streamed || !s->first_token_ns)
+		s->first_token_ns = 0;
+	itl(r);
+	rt_cpu_sort_threads(&s->cpu);
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Correlator internals shared by its files (correlator.c, conn.c, cpu.c,
+ * markers.c, finalize.c). Not a public header.
+ */
+#ifndef RT_CORRELATE_INTERNAL_H
+#define RT_CORRELATE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <reqtrace/event.h>
+
+#include "common/hmap.h"
+#include "correlate/correlator.h"
+#include "correlate/http.h"
+#include "correlate/span.h"
+
+#define RT_THREAD_OWNERS_MAX 32 /* persistent I/O owners of one thread */
+#define RT_THREAD_SERVED_MAX 256 /* requests an engine thread serves in one burst */
+#define RT_THREAD_MARK_MAX 8 /* concurrent exclusive marker owners */
+#define RT_REQ_TOUCHED_MAX 32 /* threads a request may need flushed */
+#define RT_REQ_GAPS_MAX 4096 /* inter-token gaps kept exactly */
+#define RT_REQ_MARK_IV_MAX 32 /* marker intervals kept per request */
+#define RT_CONN_FIFO_MAX 16 /* pipelined requests awaiting responses */
+#define RT_STEP_MEMBERS_MAX 256 /* = RT_MARK_STEP_MAX in reqtrace/marker.h */
+
+struct rt_proc {
+	uint32_t pid;
+	uint32_t group_id;
+	uint64_t unreadable[RT_UNREADABLE__COUNT];
+	char group[RT_NAME_LEN];
+	char comm[RT_COMM_LEN];
+};
+
+enum rt_req_state {
+	RT_REQ_RECEIVING = 0, /* request bytes arriving */
+	RT_REQ_WAITING = 1, /* fully read, no response byte yet */
+	RT_REQ_RESPONDING = 2,
+};
+
+struct rt_req {
+	uint64_t serial;
+	uint64_t conn_serial;
+	uint32_t pid;
+	int32_t fd;
+	enum rt_req_state state;
+	bool id_from_header;
+	struct rt_span span;
+
+	uint64_t last_activity;
+	uint64_t resp_first_enter; /* entry of the first response write */
+
+	/* markers: per phase, open interval start (0: closed) and totals */
+	uint64_t mark_open[RT_PHASE__COUNT];
+	int64_t mark_total[RT_PHASE__COUNT];
+	int64_t mark_comm_in[RT_PHASE__COUNT]; /* marker comm wait inside this phase */
+	uint32_t mark_seen; /* bit per phase */
+	/* closed marker intervals, clipped to the span, for the overlap rule */
+	struct {
+		uint64_t from, to;
+	} mark_iv[RT_REQ_MARK_IV_MAX];
+	uint32_t n_mark_iv;
+	uint64_t mark_iv_min, mark_iv_max; /* extent of the intervals beyond the array */
+
+	/* comm wait seen by probes (outbound sockets), split at the first token */
+	int64_t comm_before_ft, comm_after_ft;
+	bool comm_seen;
+	uint64_t comm_group; /* last exchange group credited to us */
+
+	/* inter-token gaps */
+	uint64_t last_event_enter;
+	uint32_t n_gaps;
+	int64_t *gaps; /* grown up to RT_REQ_GAPS_MAX */
+	uint32_t gaps_cap;
+	int64_t gap_max;
+
+	uint64_t bind_key; /* hash of an engine id bound to this request, 0: none */
+	uint32_t mark_tid[RT_PHASE__COUNT]; /* thread a marker interval claims */
+	bool ended;
+
+	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
+
+	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
+	uint32_t n_touched;
+};
+
+enum rt_run_state {
+	RT_RUN_UNKNOWN = 0,
+	RT_RUN_ONCPU = 1,
+	RT_RUN_RUNNABLE = 2,
+	RT_RUN_BLOCKED = 3,
+};
+
+struct rt_thread {
+	uint32_t tid, pid;
+	char comm[RT_COMM_LEN];
+	enum rt_run_state run;
+	uint64_t since; /* start of the current run state */
+	bool in_burst;
+
+	/* rule 2: persistent owners through I/O */
+	uint64_t io[RT_THREAD_OWNERS_MAX];
+	uint32_t n_io;
+	/* rule 1: markers */
+	uint64_t mark[RT_THREAD_MARK_MAX];
+	uint8_t mark_phase[RT_THREAD_MARK_MAX];
+	uint32_t n_mark;
+	uint64_t step_id;
+	uint64_t *step; /* members of the open step, RT_STEP_MEMBERS_MAX slots */
+	uint32_t n_step;
+	bool in_step;
+	/* rule 3: the request handed over by the wakeup that began this burst */
+	uint64_t handoff;
+	/* rule 4: requests served in this burst, RT_THREAD_SERVED_MAX slots */
+	uint64_t *served;
+	uint32_t n_served;
+	/* burst time not under markers, charged to the burst's owners when the
+	 * burst ends (or a request it holds time for ends) */
+	int64_t resid_on, resid_runq;
+	/* comm wait (blocked peer reads) held until the thread next serves */
+	int64_t comm_pending;
+	uint64_t comm_group;
+	bool comm_served;
+};
+
+/* A connection (pid, fd) from accept/connect/first I/O to close. */
+struct rt_conn {
+	uint64_t serial;
+	uint32_t pid;
+	int32_t fd;
+	bool outbound; /* we connect()ed: a peer, not a client */
+	bool unreadable; /* parser gave up: TLS, HTTP/2, garbage */
+	bool predates; /* accepted before tracing: resynchronise on request starts */
+	bool resynced, resp_resynced;
+	bool resp_close_delimited;
+	bool comm_peer; /* outbound, not HTTP: waits on it are comm wait */
+	bool peer_kind_known;
+	uint64_t peer_closed_ns; /* the client's read side returned 0 */
+	char desc[RT_SPAN_CONN_MAX];
+	uint32_t seq; /* requests seen */
+	struct rt_http_req_parser *reqp;
+	struct rt_http_resp_parser *respp;
+	uint64_t receiving; /* request being read, 0: none */
+	uint64_t fifo[RT_CONN_FIFO_MAX]; /* read, awaiting response, oldest first */
+	uint32_t n_fifo;
+	uint64_t responding; /* request whose response is being written */
+	uint64_t last_activity;
+};
+
+/* An emitted span kept for late amendment. */
+struct rt_recent {
+	bool used;
+	struct rt_span span;
+};
+
+struct rt_correlator {
+	struct rt_correlator_opts o;
+	struct rt_correlator_stats st;
+	uint64_t now; /* ts of the newest event applied */
+	uint64_t last_scan; /* last idle scan */
+	uint64_t next_serial;
+
+	struct rt_hmap procs; /* pid → rt_proc */
+	struct rt_hmap threads; /* tid → rt_thread */
+	struct rt_hmap conns; /* (pid, fd) → rt_conn */
+	struct rt_hmap reqs; /* serial → rt_req */
+	struct rt_hmap req_ids; /* hash(request id) → rt_req (latest) */
+	struct rt_hmap binds; /* hash(engine id) → hash(request id), as a uintptr */
+
+	uint64_t unreadable[RT_CORR_GROUPS_MAX][RT_UNREADABLE__COUNT];
+
+	struct rt_recent *recent;
+	uint32_t recent_head;
+
+	/* context for the HTTP parser callbacks */
+	struct rt_conn *cur_conn;
+	const struct rt_event_hdr *cur_ev;
+	uint64_t cur_enter, cur_exit;
+	uint32_t cur_tid;
+};
+
+/* correlator.c */
+struct rt_proc *rt_proc_get(struct rt_correlator *c, uint32_t pid, bool create);
+struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial);
+struct rt_req *rt_req_by_id(struct rt_correlator *c, const char *id);
+struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_t start_ns);
+void rt_req_set_id(struct rt_correlator *c, struct rt_req *r, const char *id);
+/* Drops r without a span (it was never a valid request). */
+void rt_req_discard(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
+/* Ends r: finalises and emits its span, releases ownerships, frees it. */
+void rt_req_end(struct rt_correlator *c, struct rt_req *r, uint64_t end_ns,
+		enum rt_outcome outcome);
+
+/* conn.c */
+void rt_conn_on_accept(struct rt_correlator *c, const struct rt_ev_sock_conn *ev, bool outbound);
+void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev);
+void rt_conn_on_close(struct rt_correlator *c, const struct rt_ev_sock_close *ev);
+void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn);
+void rt_conns_proc_exit(struct rt_correlator *c, uint32_t pid, uint64_t ts);
+
+/* cpu.c */
+struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t pid, bool create);
+void rt_thread_free(struct rt_correlator *c, struct rt_thread *t);
+void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev);
+void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *ev);
+void rt_cpu_on_exit(struct rt_correlator *c, uint32_t tid, uint64_t ts);
+/* Charge time held for r up to ts (r is about to end). */
+void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
+/* Thread t does I/O for r at ts: rule 2. */
+void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts);
+/* Close the current piece of t's time at ts under its present owners. */
+void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts);
+/*
+ * The requests thread t works for now, as far as known: its marker owners
+ * (claims, open step) if any, else its I/O owners, hand-off and the
+ * requests it served in this burst. Returns the count (at most max).
+ */
+uint32_t rt_cpu_owners(const struct rt_thread *t, uint64_t *out, uint32_t max);
+/* cpu.threads in tid order, as the span contract lists them. */
+void rt_cpu_sort_threads(struct rt_span_cpu *cpu);
+/* Remove r from t's owner sets. */
+void rt_cpu_forget(struct rt_thread *t, uint64_t serial);
+void rt_req_touch(struct rt_req *r, uint32_t tid);
+/* Probe-observed comm wait [enter, exit] by thread t: charged to its owners. */
+void rt_cpu_comm_wait(struct rt_correlator *c, struct rt_thread *t, uint64_t enter, uint64_t exit);
+
+/* markers.c */
+void rt_marker_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
+/* Close r's open marker intervals at ts (r ends). */
+void rt_marker_close_all(struct rt_req *r, uint64_t ts);
+
+/* gpu.c: CUDA/NCCL CPU-side records (uprobes, CUPTI DRIVER) and device
+ * records (CUPTI) attributed to requests; fills span.gpu and comm wait. */
+struct rt_gpu_acc;
+void rt_gpu_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
+/* r is ending: fill r->span.gpu (and comm wait) from what was attributed. */
+void rt_gpu_finish(struct rt_correlator *c, struct rt_req *r);
+void rt_gpu_release(struct rt_req *r);
+
+/* finalize.c */
+void rt_span_finalize(struct rt_req *r);
+void rt_span_add_gap(struct rt_req *r, int64_t gap);
+
+#endif /* RT_CORRELATE_INTERNAL_H */

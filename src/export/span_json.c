@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "export/span_json.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const phase_keys[RT_PHASE__COUNT] = {
+	[RT_PHASE_RECEIVE] = "receive_ms",
+	[RT_PHASE_QUEUE] = "queue_ms",
+	[RT_PHASE_TOKENIZE] = "tokenize_ms",
+	[RT_PHASE_PREFILL] = "prefill_ms",
+	[RT_PHASE_PRE_FIRST_TOKEN] = "pre_first_token_ms",
+	[RT_PHASE_DECODE] = "decode_ms",
+	[RT_PHASE_COMM_WAIT] = "comm_wait_ms",
+	[RT_PHASE_POSTPROCESS] = "postprocess_ms",
+	[RT_PHASE_OTHER] = "other_ms",
+};
+
+static void key_str_or_null(struct rt_jsonw *w, const char *k, const char *v)
+{
+	rt_jsonw_key(w, k);
+	if (v && v[0])
+		rt_jsonw_str_val(w, v);
+	else
+		rt_jsonw_null(w);
+}
+
+static void key_ns_or_null(struct rt_jsonw *w, const char *k, uint64_t v)
+{
+	rt_jsonw_key(w, k);
+	if (v)
+		rt_jsonw_uint(w, v);
+	else
+		rt_jsonw_null(w);
+}
+
+static void key_ms_or_null(struct rt_jsonw *w, const char *k, int64_t ns)
+{
+	rt_jsonw_key(w, k);
+	if (ns == RT_NULL_NS)
+		rt_jsonw_null(w);
+	else
+		rt_jsonw_ms(w, ns);
+}
+
+static void cpu_json(struct rt_jsonw *w, const struct rt_span_cpu *cpu)
+{
+	uint32_t i;
+
+	rt_jsonw_key(w, "cpu");
+	rt_jsonw_obj_open(w);
+	key_ms_or_null(w, "on_cpu_ms", cpu->on_cpu_ns);
+	key_ms_or_null(w, "runq_ms", cpu->runq_ns);
+	key_ms_or_null(w, "off_cpu_ms", cpu->off_cpu_ns);
+	rt_jsonw_key(w, "threads");
+	rt_jsonw_arr_open(w);
+	for (i = 0; i < cpu->n_threads && i < RT_SPAN_THREADS_MAX; i++) {
+		const struct rt_span_thread *t = &cpu->threads[i];
+
+		rt_jsonw_obj_open(w);
+		rt_jsonw_key(w, "tid");
+		rt_jsonw_uint(w, t->tid);
+		rt_jsonw_key(w, "comm");
+		rt_jsonw_str_val(w, t->comm);
+		key_ms_or_null(w, "on_cpu_ms", t->on_cpu_ns);
+		key_ms_or_null(w, "runq_ms", t->runq_ns);
+		rt_jsonw_key(w, "shared");
+		rt_jsonw_bool(w, t->shared);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	rt_jsonw_obj_close(w);
+}
+
+static void gpu_json(struct rt_jsonw *w, const struct rt_span_gpu *g)
+{
+	rt_jsonw_key(w, "gpu");
+	if (!g->present) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_jsonw_obj_open(w);
+	key_ms_or_null(w, "kernel_ms", g->kernel_ns);
+	key_ms_or_null(w, "memcpy_ms", g->memcpy_ns);
+	rt_jsonw_key(w, "h2d_bytes");
+	rt_jsonw_uint(w, g->h2d_bytes);
+	rt_jsonw_key(w, "d2h_bytes");
+	rt_jsonw_uint(w, g->d2h_bytes);
+	rt_jsonw_key(w, "p2p_bytes");
+	rt_jsonw_uint(w, g->p2p_bytes);
+	key_ms_or_null(w, "sync_wait_ms", g->sync_wait_ns);
+	rt_jsonw_key(w, "launches");
+	rt_jsonw_uint(w, g->launches);
+	rt_jsonw_obj_close(w);
+}
+
+void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
+{
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} flags[] = {
+		{ RT_SPAN_INCOMPLETE, "incomplete" },
+		{ RT_SPAN_STARTED_BEFORE_TRACE, "started_before_trace" },
+		{ RT_SPAN_LATE_AMENDED, "late_amended" },
+		{ RT_SPAN_PIPELINED, "pipelined" },
+	};
+	uint32_t i;
+
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "request_id");
+	rt_jsonw_str_val(w, s->request_id);
+	if (s->trace_id[0]) {
+		rt_jsonw_key(w, "trace_id");
+		rt_jsonw_str_val(w, s->trace_id);
+		rt_jsonw_key(w, "parent_span_id");
+		rt_jsonw_str_val(w, s->parent_span_id);
+	}
+	rt_jsonw_key(w, "group");
+	rt_jsonw_str_val(w, s->group);
+	rt_jsonw_key(w, "pid");
+	rt_jsonw_uint(w, s->pid);
+	rt_jsonw_key(w, "comm");
+	rt_jsonw_str_val(w, s->comm);
+	key_str_or_null(w, "conn", s->conn);
+	key_str_or_null(w, "method", s->method);
+	key_str_or_null(w, "path", s->path);
+	rt_jsonw_key(w, "status");
+	if (s->status)
+		rt_jsonw_int(w, s->status);
+	else
+		rt_jsonw_null(w);
+	key_ns_or_null(w, "start_ns", s->start_ns);
+	key_ns_or_null(w, "received_ns", s->received_ns);
+	key_ns_or_null(w, "first_token_ns", s->first_token_ns);
+	key_ns_or_null(w, "end_ns", s->end_ns);
+	rt_jsonw_key(w, "duration_ms");
+	rt_jsonw_ms(w, (int64_t)(s->end_ns - s->start_ns));
+	rt_jsonw_key(w, "ttft_ms");
+	if (s->first_token_ns)
+		rt_jsonw_ms(w, (int64_t)(s->first_token_ns - s->start_ns));
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "events_out");
+	rt_jsonw_uint(w, s->events_out);
+	rt_jsonw_key(w, "tokens_out");
+	if (s->tokens_out >= 0)
+		rt_jsonw_int(w, s->tokens_out);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "itl_ms");
+	if (s->itl_present) {
+		rt_jsonw_obj_open(w);
+		key_ms_or_null(w, "p50", s->itl_p50_ns);
+		key_ms_or_null(w, "p99", s->itl_p99_ns);
+		key_ms_or_null(w, "max", s->itl_max_ns);
+		rt_jsonw_obj_close(w);
+	} else {
+		rt_jsonw_null(w);
+	}
+	rt_jsonw_key(w, "phases");
+	rt_jsonw_obj_open(w);
+	for (i = 0; i < RT_PHASE__COUNT; i++)
+		key_ms_or_null(w, phase_keys[i], s->phase_ns[i]);
+	rt_jsonw_obj_close(w);
+	rt_jsonw_key(w, "phase_source");
+	rt_jsonw_obj_open(w);
+	for (i = 0; i < RT_PHASE__COUNT; i++) {
+		const char *src = rt_phase_source_name(s->phase_source[i]);
+
+		if (!src || s->phase_ns[i] == RT_NULL_NS)
+			continue;
+		rt_jsonw_key(w, rt_phase_name(i));
+		rt_jsonw_str_val(w, src);
+	}
+	rt_jsonw_obj_close(w);
+	cpu_json(w, &s->cpu);
+	gpu_json(w, &s->gpu);
+	rt_jsonw_key(w, "server_reported");
+	rt_jsonw_obj_open(w);
+	for (i = 0; i < s->n_reported && i < RT_SPAN_REPORTED_MAX; i++) {
+		rt_jsonw_key(w, s->reported[i].name);
+		rt_jsonw_num(w, s->reported[i].value,
+			     s->reported[i].value == floor(s->reported[i].value) ? 0 : 3);
+	}
+	rt_jsonw_obj_close(w);
+	rt_jsonw_key(w, "outcome");
+	rt_jsonw_str_val(w, rt_outcome_name(s->outcome));
+	rt_jsonw_key(w, "flags");
+	rt_jsonw_arr_open(w);
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (s->flags & flags[i].bit)
+			rt_jsonw_str_val(w, flags[i].name);
+	rt_jsonw_arr_close(w);
+	rt_jsonw_key(w, "revision");
+	rt_jsonw_uint(w, s->revision);
+	rt_jsonw_obj_close(w);
+}
+
+/* ---- parsing --------------------------------------------------------------- */
+
+static void copy_str(char *dst, size_t n, const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (cJSON_IsString(v) && v->valuestring)
+		snprintf(dst, n, "%s", v->valuestring);
+}
+
+/*
+ * cJSON keeps numbers as doubles; instants need all their digits, so find
+ * the number's text in the source instead.
+ */
+static uint64_t exact_u64(const char *text, const char *key)
+{
+	char pat[48];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(text, pat);
+	if (!p)
+		return 0;
+	p += strlen(pat);
+	while (*p == ' ')
+		p++;
+	return strtoull(p, NULL, 10);
+}
+
+static int64_t ms_ns(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsNumber(v))
+		return RT_NULL_NS;
+	return (int64_t)llround(v->valuedouble * 1e6);
+}
+
+static enum rt_phase_source psrc(const char *s)
+{
+	if (!strcmp(s, "marker"))
+		return RT_PSRC_MARKER;
+	if (!strcmp(s, "probe"))
+		return RT_PSRC_PROBE;
+	if (!strcmp(s, "inferred"))
+		return RT_PSRC_INFERRED;
+	return RT_PSRC_NONE;
+}
+
+int rt_span_from_json(const char *text, struct rt_span *s)
+{
+	static const char *const outcomes[] = { "ok", "aborted", "error", "server_exit",
+						"timeout" };
+	cJSON *o = cJSON_Parse(text), *v, *it;
+	uint32_t i;
+
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return -EINVAL;
+	}
+	rt_span_init(s);
+	copy_str(s->request_id, sizeof(s->request_id), o, "request_id");
+	copy_str(s->trace_id, sizeof(s->trace_id), o, "trace_id");
+	copy_str(s->parent_span_id, sizeof(s->parent_span_id), o, "parent_span_id");
+	copy_str(s->group, sizeof(s->group), o, "group");
+	copy_str(s->comm, sizeof(s->comm), o, "comm");
+	copy_str(s->conn, sizeof(s->conn), o, "conn");
+	copy_str(s->method, sizeof(s->method), o, "method");
+	copy_str(s->path, sizeof(s->path), o, "path");
+	v = cJSON_GetObjectItemCaseSensitive(o, "pid");
+	s->pid = cJSON_IsNumber(v) ? (uint32_t)v->valuedouble : 0;
+	v = cJSON_GetObjectItemCaseSensitive(o, "status");
+	s->status = cJSON_IsNumber(v) ? v->valueint : 0;
+	s->start_ns = exact_u64(text, "start_ns");
+	s->received_ns = exact_u64(text, "received_ns");
+	s->first_token_ns = exact_u64(text, "first_token_ns");
+	s->end_ns = exact_u64(text, "end_ns");
+	s->streamed = s->first_token_ns != 0;
+	v = cJSON_GetObjectItemCaseSensitive(o, "events_out");
+	s->events_out = cJSON_IsNumber(v) ? (uint32_t)v->valuedouble : 0;
+	v = cJSON_GetObjectItemCaseSensitive(o, "tokens_out");
+	s->tokens_out = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+	v = cJSON_GetObjectItemCaseSensitive(o, "itl_ms");
+	if (cJSON_IsObject(v)) {
+		s->itl_present = true;
+		s->itl_p50_ns = ms_ns(v, "p50");
+		s->itl_p99_ns = ms_ns(v, "p99");
+		s->itl_max_ns = ms_ns(v, "max");
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "phases");
+	for (i = 0; i < RT_PHASE__COUNT && cJSON_IsObject(v); i++)
+		s->phase_ns[i] = ms_ns(v, phase_keys[i]);
+	v = cJSON_GetObjectItemCaseSensitive(o, "phase_source");
+	for (i = 0; i < RT_PHASE__COUNT && cJSON_IsObject(v); i++) {
+		it = cJSON_GetObjectItemCaseSensitive(v, rt_phase_name(i));
+		if (cJSON_IsString(it))
+			s->phase_source[i] = psrc(it->valuestring);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "cpu");
+	if (cJSON_IsObject(v)) {
+		s->cpu.on_cpu_ns = ms_ns(v, "on_cpu_ms");
+		s->cpu.runq_ns = ms_ns(v, "runq_ms");
+		s->cpu.off_cpu_ns = ms_ns(v, "off_cpu_ms");
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(v, "threads"))
+		{
+			struct rt_span_thread *t;
+			cJSON *x;
+
+			if (s->cpu.n_threads >= RT_SPAN_THREADS_MAX)
+				break;
+			t = &s->cpu.threads[s->cpu.n_threads++];
+			x = cJSON_GetObjectItemCaseSensitive(it, "tid");
+			t->tid = cJSON_IsNumber(x) ? (uint32_t)x->valuedouble : 0;
+			copy_str(t->comm, sizeof(t->comm), it, "comm");
+			t->on_cpu_ns = ms_ns(it, "on_cpu_ms");
+			t->runq_ns = ms_ns(it, "runq_ms");
+			t->shared = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "shared"));
+		}
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "gpu");
+	if (cJSON_IsObject(v)) {
+		cJSON *x;
+
+		s->gpu.present = true;
+		s->gpu.kernel_ns = ms_ns(v, "kernel_ms");
+		s->gpu.memcpy_ns = ms_ns(v, "memcpy_ms");
+		s->gpu.sync_wait_ns = ms_ns(v, "sync_wait_ms");
+		x = cJSON_GetObjectItemCaseSensitive(v, "h2d_bytes");
+		s->gpu.h2d_bytes = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+		x = cJSON_GetObjectItemCaseSensitive(v, "d2h_bytes");
+		s->gpu.d2h_bytes = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+		x = cJSON_GetObjectItemCaseSensitive(v, "p2p_bytes");
+		s->gpu.p2p_bytes = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+		x = cJSON_GetObjectItemCaseSensitive(v, "launches");
+		s->gpu.launches = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+	}
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, "server_reported"))
+	{
+		if (s->n_reported >= RT_SPAN_REPORTED_MAX || !cJSON_IsNumber(it) || !it->string)
+			continue;
+		snprintf(s->reported[s->n_reported].name, sizeof(s->reported[0].name), "%s",
+			 it->string);
+		s->reported[s->n_reported++].value = it->valuedouble;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "outcome");
+	for (i = 0; cJSON_IsString(v) && i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
+		if (!strcmp(v->valuestring, outcomes[i]))
+			s->outcome = (uint8_t)i;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, "flags"))
+	{
+		if (!cJSON_IsString(it))
+			continue;
+		if (!strcmp(it->valuestring, "incomplete"))
+			s->flags |= RT_SPAN_INCOMPLETE;
+		else if (!strcmp(it->valuestring, "started_before_trace"))
+			s->flags |= RT_SPAN_STARTED_BEFORE_TRACE;
+		else if (!strcmp(it->valuestring, "late_amended"))
+			s->flags |= RT_SPAN_LATE_AMENDED;
+		else if (!strcmp(it->valuestring, "pipelined"))
+			s->flags |= RT_SPAN_PIPELINED;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "revision");
+	s->revision = cJSON_IsNumber(v) ? (uint32_t)v->valuedouble : 0;
+	cJSON_Delete(o);
+	return 0;
+}

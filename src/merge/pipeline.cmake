@@ -1,0 +1,1 @@
+target_sources(reqtrace_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/pipeline.c)

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The span record's JSON form: exact integers, nulls, escaping, round trip. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "common/jsonw.h"
+#include "export/span_json.h"
+#include "store/store.h"
+
+static void sample(struct rt_span *s)
+{
+	rt_span_init(s);
+	strcpy(s->request_id, "req-\"1\"\n");
+	strcpy(s->group, "port:8000");
+	strcpy(s->path, "/v1/completions");
+	strcpy(s->method, "POST");
+	strcpy(s->conn, "127.0.0.1:40000->127.0.0.1:8000");
+	s->pid = 4242;
+	s->status = 200;
+	/* beyond 2^53: a double would lose the last digits */
+	s->start_ns = 9007199254740993ULL;
+	s->received_ns = s->start_ns + 1000001;
+	s->first_token_ns = s->start_ns + 25000000;
+	s->end_ns = s->start_ns + 125000499;
+	s->streamed = true;
+	s->events_out = 7;
+	s->phase_ns[RT_PHASE_RECEIVE] = 1000001;
+	s->phase_source[RT_PHASE_RECEIVE] = RT_PSRC_PROBE;
+	s->phase_ns[RT_PHASE_OTHER] = 0;
+	s->phase_source[RT_PHASE_OTHER] = RT_PSRC_PROBE;
+	s->cpu.n_threads = 1;
+	s->cpu.threads[0].tid = 4243;
+	strcpy(s->cpu.threads[0].comm, "tokenizer");
+	s->cpu.threads[0].on_cpu_ns = 680000000;
+	s->cpu.threads[0].shared = true;
+	s->cpu.on_cpu_ns = 680000000;
+	s->outcome = RT_OUTCOME_ABORTED;
+	s->flags = RT_SPAN_INCOMPLETE | RT_SPAN_PIPELINED;
+	s->revision = 2;
+}
+
+static void test_exact_and_nulls(void **state)
+{
+	struct rt_jsonw w;
+	struct rt_span s;
+	cJSON *o;
+
+	(void)state;
+	sample(&s);
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_true(rt_jsonw_ok(&w));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"start_ns\":9007199254740993,"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"end_ns\":9007199379741492"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"duration_ms\":125.000,"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"ttft_ms\":25.000,"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"queue_ms\":null"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"receive_ms\":1.000"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"gpu\":null"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"tokens_out\":null"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"flags\":[\"incomplete\",\"pipelined\"]"));
+	assert_null(strstr(rt_jsonw_str(&w), "trace_id")); /* absent, not null */
+	o = cJSON_Parse(rt_jsonw_str(&w));
+	assert_non_null(o); /* valid JSON despite the quote and newline in the id */
+	assert_string_equal(cJSON_GetObjectItem(o, "request_id")->valuestring, "req-\"1\"\n");
+	assert_string_equal(cJSON_GetObjectItem(o, "outcome")->valuestring, "aborted");
+	assert_true(cJSON_IsObject(cJSON_GetObjectItem(o, "phase_source")));
+	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "phase_source"), "queue"));
+	cJSON_Delete(o);
+	rt_jsonw_fini(&w);
+}
+
+static void test_round_trip(void **state)
+{
+	struct rt_jsonw w;
+	struct rt_span s, back;
+
+	(void)state;
+	sample(&s);
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
+	assert_string_equal(back.request_id, s.request_id);
+	assert_int_equal(back.start_ns, s.start_ns);
+	assert_int_equal(back.end_ns, s.end_ns);
+	assert_int_equal(back.first_token_ns, s.first_token_ns);
+	/* ms with 3 decimals: microsecond precision */
+	assert_int_equal(back.phase_ns[RT_PHASE_RECEIVE], 1000000);
+	assert_int_equal(back.phase_ns[RT_PHASE_QUEUE], RT_NULL_NS);
+	assert_int_equal(back.cpu.threads[0].on_cpu_ns, 680000000);
+	assert_true(back.cpu.threads[0].shared);
+	assert_int_equal(back.outcome, RT_OUTCOME_ABORTED);
+	assert_int_equal(back.flags, RT_SPAN_INCOMPLETE | RT_SPAN_PIPELINED);
+	assert_int_equal(back.revision, 2);
+	assert_int_equal(rt_span_from_json("[1,2]", &back), -EINVAL);
+	assert_int_equal(rt_span_from_json("{\"request_id\":", &back), -EINVAL);
+	rt_jsonw_fini(&w);
+}
+
+static void test_writer_escapes_and_bounds(void **state)
+{
+	struct rt_jsonw w;
+	cJSON *o;
+
+	(void)state;
+	rt_jsonw_init(&w, 0);
+	rt_jsonw_obj_open(&w);
+	rt_jsonw_key(&w, "bad");
+	rt_jsonw_str_val(&w, "a\x01\xff\xc3\xa9z"); /* control, invalid byte, valid é */
+	rt_jsonw_key(&w, "neg");
+	rt_jsonw_ms(&w, -1500000);
+	rt_jsonw_key(&w, "round");
+	rt_jsonw_ms(&w, 1999);
+	rt_jsonw_obj_close(&w);
+	assert_string_equal(
+		rt_jsonw_str(&w),
+		"{\"bad\":\"a\\u0001\\ufffd\xc3\xa9z\",\"neg\":-1.500,\"round\":0.002}");
+	o = cJSON_Parse(rt_jsonw_str(&w));
+	assert_non_null(o);
+	cJSON_Delete(o);
+	rt_jsonw_fini(&w);
+
+	/* a bound that is too small fails loudly, never overflows */
+	rt_jsonw_init(&w, 16);
+	rt_jsonw_arr_open(&w);
+	for (int i = 0; i < 100; i++)
+		rt_jsonw_uint(&w, 123456789);
+	rt_jsonw_arr_close(&w);
+	assert_false(rt_jsonw_ok(&w));
+	assert_true(strlen(rt_jsonw_str(&w)) <= 16);
+	rt_jsonw_fini(&w);
+}
+
+static int count_fn(const struct rt_span *s, void *ctx)
+{
+	(void)s;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void test_store(void **state)
+{
+	struct rt_store_opts o = { .max_spans = 3 };
+	struct rt_store *st = rt_store__new(&o);
+	struct rt_store_stats ss;
+	struct rt_span s;
+	int i, n = 0;
+
+	(void)state;
+	assert_non_null(st);
+	for (i = 0; i < 5; i++) {
+		rt_span_init(&s);
+		snprintf(s.request_id, sizeof(s.request_id), "r%d", i);
+		s.start_ns = 100 + i;
+		rt_store__add(st, &s);
+	}
+	rt_store__stats(st, &ss);
+	assert_int_equal(ss.size, 3);
+	assert_int_equal(ss.evicted, 2);
+	assert_null(rt_store__find(st, "r1"));
+	assert_non_null(rt_store__find(st, "r4"));
+	/* an amendment replaces the earlier revision in place */
+	rt_span_init(&s);
+	strcpy(s.request_id, "r3");
+	s.start_ns = 103;
+	s.revision = 1;
+	rt_store__add(st, &s);
+	rt_store__stats(st, &ss);
+	assert_int_equal(ss.size, 3);
+	assert_int_equal(ss.amended, 1);
+	assert_int_equal(rt_store__find(st, "r3")->revision, 1);
+	rt_store__foreach(st, count_fn, &n);
+	assert_int_equal(n, 3);
+	rt_store__free(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exact_and_nulls),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_writer_escapes_and_bounds),
+		cmocka_unit_test(test_store),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
