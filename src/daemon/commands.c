@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Control requests (docs/protocol.md): status, spans, show, inflight,
+ * record. Reading is open to every allowed peer; anything that changes
+ * what the daemon does or writes files is root only.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dur.h"
+#include "common/jsonw.h"
+#include "common/log.h"
+#include "daemon/daemon.h"
+#include "export/span_json.h"
+#include "sources/bpf_source.h"
+
+static void send_jsonw(struct rt_ctl_client *cl, struct rt_jsonw *w)
+{
+	if (rt_jsonw_ok(w))
+		rt_ctl_send(cl, rt_jsonw_str(w), w->len);
+}
+
+static void key_u64(struct rt_jsonw *w, const char *k, uint64_t v)
+{
+	rt_jsonw_key(w, k);
+	rt_jsonw_uint(w, v);
+}
+
+static void status_targets(struct rt_daemon *d, struct rt_jsonw *w)
+{
+	static const char *const kinds[] = { "", "pid", "port", "comm" };
+	uint32_t i;
+
+	rt_jsonw_key(w, "targets");
+	rt_jsonw_arr_open(w);
+	for (i = 0; i < rt_targets__count(d->targets); i++) {
+		const struct rt_target *t = rt_targets__get(d->targets, i);
+		uint64_t unr[RT_UNREADABLE__COUNT];
+		pid_t pids[64];
+		int n = rt_targets__pids(d->targets, t->group_id, pids, 64), k;
+
+		rt_correlator__unreadable(rt_pipeline__correlator(d->pipe), t->group_id, unr);
+		rt_jsonw_obj_open(w);
+		rt_jsonw_key(w, "group");
+		rt_jsonw_str_val(w, t->group);
+		rt_jsonw_key(w, "kind");
+		rt_jsonw_str_val(w, kinds[t->kind]);
+		rt_jsonw_key(w, "active");
+		rt_jsonw_bool(w, t->active);
+		rt_jsonw_key(w, "pids");
+		rt_jsonw_arr_open(w);
+		for (k = 0; k < n; k++)
+			rt_jsonw_int(w, pids[k]);
+		rt_jsonw_arr_close(w);
+		rt_jsonw_key(w, "unreadable");
+		rt_jsonw_obj_open(w);
+		key_u64(w, "tls", unr[RT_UNREADABLE_TLS]);
+		key_u64(w, "http2", unr[RT_UNREADABLE_HTTP2]);
+		key_u64(w, "malformed", unr[RT_UNREADABLE_MALFORMED]);
+		rt_jsonw_obj_close(w);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+}
+
+static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
+{
+	struct rt_bpf_stats *bs = calloc(1, sizeof(*bs));
+	struct rt_correlator_stats cs;
+	struct rt_merge_stats ms;
+	struct rt_store_stats ss;
+	struct rt_jsonw w;
+
+	if (!bs) {
+		rt_ctl_error(cl, "out of memory");
+		return;
+	}
+	if (d->bpf)
+		rt_bpf_source__stats(d->bpf, bs);
+	rt_correlator__stats(rt_pipeline__correlator(d->pipe), &cs);
+	rt_merge__stats(rt_pipeline__merge(d->pipe), &ms);
+	rt_store__stats(d->store, &ss);
+
+	rt_jsonw_init(&w, 1 << 20);
+	rt_jsonw_obj_open(&w);
+	rt_jsonw_key(&w, "version");
+	rt_jsonw_str_val(&w, RT_VERSION);
+	key_u64(&w, "protocol", RT_CTL_PROTOCOL);
+	rt_jsonw_key(&w, "uptime_s");
+	rt_jsonw_num(&w, (double)(rt_now_ns() - d->start_ns) / 1e9, 1);
+	status_targets(d, &w);
+
+	rt_jsonw_key(&w, "sources");
+	rt_jsonw_arr_open(&w);
+	rt_jsonw_obj_open(&w);
+	rt_jsonw_key(&w, "name");
+	rt_jsonw_str_val(&w, "bpf");
+	key_u64(&w, "events", d->src[1].events);
+	rt_jsonw_key(&w, "events_per_s");
+	rt_jsonw_num(&w, d->src[1].rate, 1);
+	key_u64(&w, "lost", bs->lost_total);
+	key_u64(&w, "ring_bytes", bs->ring_bytes);
+	rt_jsonw_key(&w, "ring_fill");
+	rt_jsonw_num(&w, bs->ring_bytes ? (double)bs->ring_avail / bs->ring_bytes : 0, 4);
+	rt_jsonw_key(&w, "ring_fill_max");
+	rt_jsonw_num(&w, bs->ring_bytes ? (double)bs->ring_avail_max / bs->ring_bytes : 0, 4);
+	rt_jsonw_obj_close(&w);
+	rt_jsonw_obj_open(&w);
+	rt_jsonw_key(&w, "name");
+	rt_jsonw_str_val(&w, "daemon");
+	key_u64(&w, "events", d->src[0].events);
+	rt_jsonw_key(&w, "events_per_s");
+	rt_jsonw_num(&w, d->src[0].rate, 1);
+	rt_jsonw_obj_close(&w);
+	rt_jsonw_arr_close(&w);
+
+	/* every bounded stage and what it had to drop */
+	rt_jsonw_key(&w, "drops");
+	rt_jsonw_obj_open(&w);
+	key_u64(&w, "bpf_ring", bs->lost_total);
+	key_u64(&w, "bpf_invalid", bs->invalid);
+	key_u64(&w, "bpf_args_full", bs->args_full);
+	key_u64(&w, "bpf_targets_full", bs->targets_full);
+	key_u64(&w, "bpf_step_members", bs->step_trunc);
+	key_u64(&w, "merge_refused", ms.refused);
+	key_u64(&w, "merge_forced", ms.forced);
+	key_u64(&w, "merge_late", ms.late);
+	key_u64(&w, "intake_errors", d->intake_errors);
+	key_u64(&w, "correlator_invalid", cs.invalid_events);
+	key_u64(&w, "correlator_procs", cs.dropped_procs);
+	key_u64(&w, "correlator_conns", cs.dropped_conns);
+	key_u64(&w, "correlator_requests", cs.dropped_requests);
+	key_u64(&w, "correlator_threads", cs.dropped_threads);
+	key_u64(&w, "store_evicted", ss.evicted);
+	key_u64(&w, "recording_errors", d->rec_errors);
+	rt_jsonw_obj_close(&w);
+
+	rt_jsonw_key(&w, "merge");
+	rt_jsonw_obj_open(&w);
+	key_u64(&w, "pending", ms.pending);
+	key_u64(&w, "pending_max", ms.pending_max);
+	key_u64(&w, "horizon_ns", rt_merge__horizon(rt_pipeline__merge(d->pipe)));
+	rt_jsonw_obj_close(&w);
+
+	rt_jsonw_key(&w, "correlator");
+	rt_jsonw_obj_open(&w);
+	key_u64(&w, "inflight", cs.requests_inflight);
+	key_u64(&w, "conns", cs.conns);
+	key_u64(&w, "threads", cs.threads);
+	key_u64(&w, "procs", cs.procs);
+	key_u64(&w, "spans", cs.spans);
+	key_u64(&w, "amended", cs.spans_amended);
+	key_u64(&w, "late_events", cs.late_events);
+	key_u64(&w, "lost_records", cs.lost_records);
+	key_u64(&w, "orphan_markers", cs.orphan_markers);
+	rt_jsonw_key(&w, "unattributed_cpu_ms");
+	rt_jsonw_ms(&w, (int64_t)cs.unattributed_cpu_ns);
+	rt_jsonw_obj_close(&w);
+
+	rt_jsonw_key(&w, "store");
+	rt_jsonw_obj_open(&w);
+	key_u64(&w, "spans", ss.size);
+	key_u64(&w, "capacity", ss.capacity);
+	rt_jsonw_obj_close(&w);
+
+	rt_jsonw_key(&w, "recording");
+	if (d->rec) {
+		struct rt_trace_writer_stats ws;
+
+		rt_trace_writer__stats(d->rec, &ws);
+		rt_jsonw_obj_open(&w);
+		rt_jsonw_key(&w, "path");
+		rt_jsonw_str_val(&w, d->rec_path);
+		key_u64(&w, "records", ws.records);
+		key_u64(&w, "bytes", ws.bytes);
+		rt_jsonw_obj_close(&w);
+	} else {
+		rt_jsonw_null(&w);
+	}
+	rt_jsonw_obj_close(&w);
+	send_jsonw(cl, &w);
+	rt_jsonw_fini(&w);
+	free(bs);
+	rt_ctl_end(cl, "");
+}
+
+struct span_filter {
+	uint64_t since_ns; /* 0: all */
+	const char *path;
+	struct rt_ctl_client *cl;
+	struct rt_jsonw *w;
+	const struct rt_span **pick; /* --slowest: candidates */
+	uint32_t n_pick, max_pick;
+	uint64_t sent;
+};
+
+static bool matches(const struct span_filter *f, const struct rt_span *s)
+{
+	if (f->since_ns && s->end_ns < f->since_ns)
+		return false;
+	if (f->path && strcmp(f->path, s->path))
+		return false;
+	return true;
+}
+
+static void send_span(struct span_filter *f, const struct rt_span *s)
+{
+	rt_jsonw_reset(f->w);
+	rt_span_to_json(f->w, s);
+	send_jsonw(f->cl, f->w);
+	f->sent++;
+}
+
+static int each_span(const struct rt_span *s, void *ctx)
+{
+	struct span_filter *f = ctx;
+	uint32_t i;
+
+	if (!matches(f, s))
+		return 0;
+	if (!f->max_pick) {
+		send_span(f, s);
+		return 0;
+	}
+	/* keep the N slowest, sorted longest first (insertion: N is small) */
+	for (i = f->n_pick; i > 0; i--) {
+		const struct rt_span *o = f->pick[i - 1];
+
+		if (o->end_ns - o->start_ns >= s->end_ns - s->start_ns)
+			break;
+		if (i < f->max_pick)
+			f->pick[i] = o;
+	}
+	if (i < f->max_pick) {
+		f->pick[i] = s;
+		if (f->n_pick < f->max_pick)
+			f->n_pick++;
+	}
+	return 0;
+}
+
+static int parse_dur_field(const cJSON *req, const char *key, uint64_t *ns)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+
+	*ns = 0;
+	if (!v)
+		return 0;
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0) {
+		*ns = (uint64_t)v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsString(v))
+		return rt_dur_parse(v->valuestring, ns);
+	return -EINVAL;
+}
+
+static void cmd_spans(struct rt_daemon *d, struct rt_ctl_client *cl, const cJSON *req)
+{
+	struct span_filter f = { .cl = cl };
+	struct rt_jsonw w;
+	const cJSON *v;
+	uint64_t since;
+	char extra[64];
+	uint32_t i;
+
+	if (parse_dur_field(req, "since", &since)) {
+		rt_ctl_error(cl, "bad \"since\": a duration such as 30s or 5m");
+		return;
+	}
+	if (since)
+		f.since_ns = rt_now_ns() > since ? rt_now_ns() - since : 1;
+	v = cJSON_GetObjectItemCaseSensitive(req, "path");
+	if (cJSON_IsString(v))
+		f.path = v->valuestring;
+	v = cJSON_GetObjectItemCaseSensitive(req, "slowest");
+	if (v) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 100000) {
+			rt_ctl_error(cl, "bad \"slowest\": 1..100000");
+			return;
+		}
+		f.max_pick = (uint32_t)v->valuedouble;
+		f.pick = calloc(f.max_pick, sizeof(*f.pick));
+		if (!f.pick) {
+			rt_ctl_error(cl, "out of memory");
+			return;
+		}
+	}
+	rt_jsonw_init(&w, 1 << 20);
+	f.w = &w;
+	rt_store__foreach(d->store, each_span, &f);
+	for (i = 0; i < f.n_pick; i++)
+		send_span(&f, f.pick[i]);
+	free(f.pick);
+	rt_jsonw_fini(&w);
+	snprintf(extra, sizeof(extra), "\"count\":%llu", (unsigned long long)f.sent);
+	rt_ctl_end(cl, extra);
+}
+
+static void cmd_show(struct rt_daemon *d, struct rt_ctl_client *cl, const cJSON *req)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "id");
+	const struct rt_span *s;
+	struct rt_jsonw w;
+
+	if (!cJSON_IsString(v)) {
+		rt_ctl_error(cl, "bad request: show needs \"id\"");
+		return;
+	}
+	s = rt_store__find(d->store, v->valuestring);
+	if (!s) {
+		rt_ctl_error(cl, "no finished request with id '%s' in the store", v->valuestring);
+		return;
+	}
+	rt_jsonw_init(&w, 1 << 20);
+	rt_span_to_json(&w, s);
+	send_jsonw(cl, &w);
+	rt_jsonw_fini(&w);
+	rt_ctl_end(cl, "");
+}
+
+struct inflight_ctx {
+	struct rt_ctl_client *cl;
+	struct rt_jsonw w;
+	uint64_t now;
+};
+
+static void each_inflight(const struct rt_inflight *r, void *ctx)
+{
+	struct inflight_ctx *x = ctx;
+
+	rt_jsonw_reset(&x->w);
+	rt_jsonw_obj_open(&x->w);
+	rt_jsonw_key(&x->w, "request_id");
+	rt_jsonw_str_val(&x->w, r->request_id);
+	rt_jsonw_key(&x->w, "path");
+	rt_jsonw_str_val(&x->w, r->path);
+	rt_jsonw_key(&x->w, "group");
+	rt_jsonw_str_val(&x->w, r->group);
+	key_u64(&x->w, "pid", r->pid);
+	key_u64(&x->w, "start_ns", r->start_ns);
+	rt_jsonw_key(&x->w, "age_ms");
+	rt_jsonw_ms(&x->w, x->now > r->start_ns ? (int64_t)(x->now - r->start_ns) : 0);
+	rt_jsonw_key(&x->w, "phase");
+	rt_jsonw_str_val(&x->w, rt_phase_name(r->phase));
+	key_u64(&x->w, "events_out", r->events_out);
+	rt_jsonw_obj_close(&x->w);
+	send_jsonw(x->cl, &x->w);
+}
+
+static void cmd_inflight(struct rt_daemon *d, struct rt_ctl_client *cl)
+{
+	struct inflight_ctx x = { .cl = cl, .now = rt_now_ns() };
+
+	rt_jsonw_init(&x.w, 1 << 16);
+	rt_correlator__inflight(rt_pipeline__correlator(d->pipe), each_inflight, &x);
+	rt_jsonw_fini(&x.w);
+	rt_ctl_end(cl, "");
+}
+
+static void cmd_record(struct rt_daemon *d, struct rt_ctl_client *cl, const cJSON *req)
+{
+	const cJSON *path = cJSON_GetObjectItemCaseSensitive(req, "path");
+	uint64_t dur;
+	int err;
+
+	if (rt_ctl_uid(cl) != 0) {
+		rt_ctl_error(cl, "permission denied: record is root only");
+		return;
+	}
+	if (!cJSON_IsString(path) || path->valuestring[0] != '/') {
+		rt_ctl_error(cl, "bad request: record needs an absolute \"path\"");
+		return;
+	}
+	if (parse_dur_field(req, "duration", &dur) || !dur) {
+		rt_ctl_error(cl, "bad \"duration\": a duration such as 10s");
+		return;
+	}
+	if (d->rec) {
+		rt_ctl_error(cl, "a recording is already running (%s)", d->rec_path);
+		return;
+	}
+	err = rt_daemon__record_start(d, path->valuestring, dur);
+	if (err) {
+		rt_ctl_error(cl, "cannot record to %s: %s", path->valuestring, strerror(-err));
+		return;
+	}
+	d->rec_client = cl;
+	rt_ctl_hold(cl);
+}
+
+void rt_daemon__handle(struct rt_ctl_client *cl, const char *cmd, const cJSON *req, void *ctx)
+{
+	struct rt_daemon *d = ctx;
+
+	if (!strcmp(cmd, "status"))
+		cmd_status(d, cl);
+	else if (!strcmp(cmd, "spans"))
+		cmd_spans(d, cl, req);
+	else if (!strcmp(cmd, "show"))
+		cmd_show(d, cl, req);
+	else if (!strcmp(cmd, "inflight"))
+		cmd_inflight(d, cl);
+	else if (!strcmp(cmd, "record"))
+		cmd_record(d, cl, req);
+	else
+		rt_ctl_error(cl, "unknown command '%s'", cmd);
+}
+
+void rt_daemon__client_gone(struct rt_ctl_client *cl, void *ctx)
+{
+	struct rt_daemon *d = ctx;
+
+	/* the recording goes on to its end; there is just nobody to tell */
+	if (d->rec_client == cl)
+		d->rec_client = NULL;
+}

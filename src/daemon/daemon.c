@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The daemon's loop: sources → intake → pipeline → store.
+ *
+ * Every record, whichever source made it, goes through rt_daemon__intake():
+ * into the recording (when one runs) and into the pipeline. The daemon's
+ * own records (SOURCE_INFO, TARGET, WATERMARK) take the same path, so a
+ * recording holds exactly what the live pipeline saw, in the same order.
+ */
+#include "daemon/daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "daemon/procfs.h"
+#include "sources/bpf_source.h"
+
+#define DRAIN_MS 10
+#define SCAN_MS 250
+#define STATS_MS 1000
+#define MARKER_LIB "libreqtrace_marker.so"
+
+uint64_t rt_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void source_info(struct rt_daemon *d, uint32_t id, uint32_t type, const char *name,
+			bool rec_only)
+{
+	struct rt_ev_source_info si = { 0 };
+
+	si.hdr.kind = RT_EV_SOURCE_INFO;
+	si.hdr.size = sizeof(si);
+	si.hdr.source = RT_SOURCE_DAEMON;
+	si.hdr.ts_ns = rt_now_ns();
+	si.id = id;
+	si.type = type;
+	snprintf(si.name, sizeof(si.name), "%s", name);
+	if (rec_only) {
+		if (d->rec)
+			rt_trace_writer__write(d->rec, &si.hdr);
+		return;
+	}
+	rt_daemon__intake(&si.hdr, d);
+}
+
+static void target_record(struct rt_daemon *d, const struct rt_target *t, pid_t pid, bool leave,
+			  bool rec_only)
+{
+	struct rt_ev_target tr = { 0 };
+
+	tr.hdr.kind = RT_EV_TARGET;
+	tr.hdr.size = sizeof(tr);
+	tr.hdr.source = RT_SOURCE_DAEMON;
+	tr.hdr.ts_ns = rt_now_ns();
+	tr.hdr.pid = (__u32)pid;
+	tr.group_id = t->group_id;
+	tr.leave = leave;
+	snprintf(tr.group, sizeof(tr.group), "%s", t->group);
+	rt_procfs_comm(pid, tr.comm, sizeof(tr.comm));
+	if (rec_only) {
+		if (d->rec)
+			rt_trace_writer__write(d->rec, &tr.hdr);
+		return;
+	}
+	rt_daemon__intake(&tr.hdr, d);
+}
+
+static void watermark(struct rt_daemon *d, uint32_t source, uint64_t ts)
+{
+	struct rt_ev_watermark wm = { 0 };
+
+	wm.hdr.kind = RT_EV_WATERMARK;
+	wm.hdr.size = sizeof(wm);
+	wm.hdr.source = source;
+	wm.hdr.ts_ns = ts;
+	rt_daemon__intake(&wm.hdr, d);
+}
+
+int rt_daemon__intake(const struct rt_event_hdr *ev, void *ctx)
+{
+	struct rt_daemon *d = ctx;
+	int err;
+
+	if (d->rec) {
+		err = rt_trace_writer__write(d->rec, ev);
+		if (err == -EINVAL || err == -ERANGE) {
+			d->rec_errors++; /* a record the file format refuses: counted, skipped */
+		} else if (err) {
+			d->rec_errors++;
+			elog("recording %s: %s: stopped", d->rec_path, strerror(-err));
+			rt_daemon__record_stop(d);
+		}
+	}
+	if (ev->source == RT_SOURCE_BPF)
+		d->src[1].events++;
+	else
+		d->src[0].events++;
+	rt_targets__observe(d->targets, ev);
+	err = rt_pipeline__push(d->pipe, ev);
+	if (err < 0)
+		d->intake_errors++;
+	return 0;
+}
+
+/* Drain the BPF ring, then move both watermarks: releases what is safe. */
+static void drain(struct rt_daemon *d)
+{
+	uint64_t now;
+
+	if (d->bpf) {
+		rt_bpf_source__consume(d->bpf, rt_daemon__intake, d);
+		watermark(d, RT_SOURCE_BPF, rt_bpf_source__watermark(d->bpf));
+	}
+	/* the daemon's own records are stamped when made: nothing older will come */
+	now = rt_now_ns();
+	watermark(d, RT_SOURCE_DAEMON, now);
+	if (d->rec && d->rec_until_ns && now >= d->rec_until_ns)
+		rt_daemon__record_stop(d);
+}
+
+static void on_bpf_readable(uv_poll_t *h, int status, int events)
+{
+	(void)status;
+	(void)events;
+	drain(h->data);
+}
+
+static void on_drain_timer(uv_timer_t *h)
+{
+	drain(h->data);
+}
+
+static void on_scan_timer(uv_timer_t *h)
+{
+	struct rt_daemon *d = h->data;
+	pid_t pids[RT_TRACED_PIDS_MAX];
+	char lib[4096];
+	int n, i;
+
+	rt_targets__scan(d->targets);
+	/* marker libraries may be loaded (dlopen) after the process started */
+	n = rt_targets__pids(d->targets, 0, pids, RT_TRACED_PIDS_MAX);
+	for (i = 0; i < n && d->bpf; i++)
+		if (rt_procfs_find_lib(pids[i], MARKER_LIB, lib, sizeof(lib)) == 1)
+			rt_bpf_source__attach_markers(d->bpf, lib);
+}
+
+static void on_stats_timer(uv_timer_t *h)
+{
+	struct rt_daemon *d = h->data;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		d->src[i].rate =
+			(double)(d->src[i].events - d->src[i].last_events) * 1000.0 / STATS_MS;
+		d->src[i].last_events = d->src[i].events;
+	}
+}
+
+static void on_span(const struct rt_span *s, void *ctx)
+{
+	struct rt_daemon *d = ctx;
+
+	rt_store__add(d->store, s);
+}
+
+static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
+{
+	struct rt_daemon *d = ctx;
+	char lib[4096];
+	int err;
+
+	/* the TARGET record is stamped before the kernel starts emitting */
+	target_record(d, t, pid, false, false);
+	err = rt_bpf_source__add_pid(d->bpf, (__u32)pid, t->group_id);
+	if (err)
+		return err;
+	if (rt_procfs_find_lib(pid, MARKER_LIB, lib, sizeof(lib)) == 1) {
+		err = rt_bpf_source__attach_markers(d->bpf, lib);
+		if (err)
+			wlog("markers in %s: %s", lib, strerror(-err));
+	}
+	return 0;
+}
+
+static void target_remove(void *ctx, const struct rt_target *t, pid_t pid)
+{
+	struct rt_daemon *d = ctx;
+
+	(void)t;
+	rt_bpf_source__remove_pid(d->bpf, (__u32)pid);
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	struct rt_daemon *d = h->data;
+
+	ilog("%s: shutting down", strsignal(sig));
+	d->stopping = true;
+	uv_stop(d->loop);
+}
+
+int rt_daemon__record_start(struct rt_daemon *d, const char *path, uint64_t duration_ns)
+{
+	struct rt_trace_writer_opts wo = { .source = RT_SOURCE_DAEMON };
+	uint32_t i;
+
+	if (d->rec)
+		return -EBUSY;
+	d->rec = rt_trace_writer__open(path, &wo);
+	if (!d->rec)
+		return -errno;
+	snprintf(d->rec_path, sizeof(d->rec_path), "%s", path);
+	d->rec_until_ns = duration_ns ? rt_now_ns() + duration_ns : 0;
+	/* a recording stands alone: name the sources, restate the targets */
+	source_info(d, RT_SOURCE_DAEMON, RT_SRC_DAEMON, "daemon", true);
+	source_info(d, RT_SOURCE_BPF, RT_SRC_BPF, "bpf", true);
+	for (i = 0; i < rt_targets__count(d->targets); i++) {
+		const struct rt_target *t = rt_targets__get(d->targets, i);
+		pid_t pids[RT_TRACED_PIDS_MAX];
+		int n = rt_targets__pids(d->targets, t->group_id, pids, RT_TRACED_PIDS_MAX);
+
+		for (int k = 0; k < n; k++)
+			target_record(d, t, pids[k], false, true);
+	}
+	ilog("recording to %s%s", path, duration_ns ? "" : " until stopped");
+	return 0;
+}
+
+void rt_daemon__record_stop(struct rt_daemon *d)
+{
+	struct rt_trace_writer_stats ws = { 0 };
+	struct rt_ctl_client *cl = d->rec_client;
+	char extra[256];
+	int err;
+
+	if (!d->rec)
+		return;
+	rt_trace_writer__stats(d->rec, &ws);
+	err = rt_trace_writer__close(d->rec);
+	d->rec = NULL;
+	d->rec_until_ns = 0;
+	d->rec_client = NULL;
+	if (err)
+		elog("recording %s: %s", d->rec_path, strerror(-err));
+	else
+		ilog("recording %s: %llu records", d->rec_path, (unsigned long long)ws.records);
+	if (!cl)
+		return;
+	if (err) {
+		rt_ctl_error(cl, "recording %s: %s", d->rec_path, strerror(-err));
+		return;
+	}
+	snprintf(extra, sizeof(extra), "\"records\":%llu,\"bytes\":%llu",
+		 (unsigned long long)ws.records, (unsigned long long)ws.bytes);
+	rt_ctl_end(cl, extra);
+}
+
+static int mkdir_for(const char *path)
+{
+	char dir[4096], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o)
+{
+	struct rt_pipeline_opts po = { 0 };
+	struct rt_bpf_source_opts bo = { 0 };
+	struct rt_store_opts so = { 0 };
+	struct rt_control_opts co = { 0 };
+	struct rt_targets_cb tcb = { 0 };
+	int err, i, fd;
+
+	memset(d, 0, sizeof(*d));
+	d->loop = loop;
+	d->o = *o;
+	d->start_ns = rt_now_ns();
+	d->src[0].name = "daemon";
+	d->src[1].name = "bpf";
+
+	so.max_spans = o->max_spans;
+	d->store = rt_store__new(&so);
+	po.corr.on_span = on_span;
+	po.corr.ctx = d;
+	po.corr.max_requests = o->max_requests;
+	po.corr.idle_timeout_ns = o->idle_timeout_ns;
+	d->pipe = rt_pipeline__new(&po);
+	tcb.add = target_add;
+	tcb.remove = target_remove;
+	tcb.ctx = d;
+	d->targets = rt_targets__new(&tcb);
+	if (!d->store || !d->pipe || !d->targets) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	rt_merge__add_source(rt_pipeline__merge(d->pipe), RT_SOURCE_DAEMON);
+	rt_merge__add_source(rt_pipeline__merge(d->pipe), RT_SOURCE_BPF);
+
+	bo.source_id = RT_SOURCE_BPF;
+	bo.ring_bytes = o->ring_bytes;
+	bo.head_bytes = o->head_bytes;
+	bo.tail_bytes = o->tail_bytes;
+	bo.verbose = o->verbose;
+	d->bpf = rt_bpf_source__new(&bo);
+	if (!d->bpf) {
+		err = -errno;
+		elog("cannot start the BPF probes (%s); reqtraced needs root (CAP_BPF, "
+		     "CAP_PERFMON, CAP_SYS_ADMIN for tracefs) and a kernel with BTF, "
+		     "tracepoints and uprobes",
+		     strerror(-err));
+		goto cleanup;
+	}
+
+	if (o->record_path) {
+		err = rt_daemon__record_start(d, o->record_path, 0);
+		if (err) {
+			elog("--record %s: %s", o->record_path, strerror(-err));
+			goto cleanup;
+		}
+	}
+	for (i = 0; i < o->n_pids; i++)
+		rt_targets__add_pid(d->targets, o->pids[i]);
+	for (i = 0; i < o->n_ports; i++)
+		rt_targets__add_port(d->targets, o->ports[i]);
+	for (i = 0; i < o->n_comms; i++)
+		rt_targets__add_comm(d->targets, o->comms[i]);
+	rt_targets__scan(d->targets);
+
+	err = mkdir_for(o->socket_path);
+	if (err) {
+		elog("control socket directory for %s: %s", o->socket_path, strerror(-err));
+		goto cleanup;
+	}
+	co.path = o->socket_path;
+	co.group = o->socket_group;
+	co.handler = rt_daemon__handle;
+	co.gone = rt_daemon__client_gone;
+	co.ctx = d;
+	d->ctl = rt_control__new(loop, &co);
+	if (!d->ctl) {
+		err = -errno;
+		goto cleanup;
+	}
+
+	fd = rt_bpf_source__epoll_fd(d->bpf);
+	uv_poll_init(loop, &d->bpf_poll, fd);
+	d->bpf_poll.data = d;
+	uv_poll_start(&d->bpf_poll, UV_READABLE, on_bpf_readable);
+	uv_timer_init(loop, &d->drain_timer);
+	d->drain_timer.data = d;
+	uv_timer_start(&d->drain_timer, on_drain_timer, DRAIN_MS, DRAIN_MS);
+	uv_timer_init(loop, &d->scan_timer);
+	d->scan_timer.data = d;
+	uv_timer_start(&d->scan_timer, on_scan_timer, SCAN_MS, SCAN_MS);
+	uv_timer_init(loop, &d->stats_timer);
+	d->stats_timer.data = d;
+	uv_timer_start(&d->stats_timer, on_stats_timer, STATS_MS, STATS_MS);
+	uv_signal_init(loop, &d->sig_int);
+	d->sig_int.data = d;
+	uv_signal_start(&d->sig_int, on_signal, SIGINT);
+	uv_signal_init(loop, &d->sig_term);
+	d->sig_term.data = d;
+	uv_signal_start(&d->sig_term, on_signal, SIGTERM);
+	signal(SIGPIPE, SIG_IGN);
+	ilog("ready: control socket %s, %u target(s)", o->socket_path,
+	     rt_targets__count(d->targets));
+	return 0;
+cleanup:
+	rt_daemon__fini(d);
+	return err;
+}
+
+int rt_daemon__run(struct rt_daemon *d)
+{
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	return 0;
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+void rt_daemon__fini(struct rt_daemon *d)
+{
+	if (d->bpf) /* what the kernel still holds belongs in the recording */
+		drain(d);
+	rt_daemon__record_stop(d);
+	if (d->ctl) {
+		rt_control__close(d->ctl);
+		d->ctl = NULL;
+	}
+	/* close every handle and let the loop finish closing them */
+	uv_walk(d->loop, close_walk, NULL);
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	rt_bpf_source__free(d->bpf);
+	d->bpf = NULL;
+	rt_pipeline__free(d->pipe);
+	d->pipe = NULL;
+	rt_store__free(d->store);
+	d->store = NULL;
+	rt_targets__free(d->targets);
+	d->targets = NULL;
+}

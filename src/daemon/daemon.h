@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * reqtraced: one libuv loop owning the sources (BPF ring, later CUPTI
+ * rings), the pipeline (merge → correlator), the store of finished spans,
+ * the control socket and an optional recording. docs/architecture.md.
+ */
+#ifndef RT_DAEMON_H
+#define RT_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "correlate/span.h"
+#include "daemon/control.h"
+#include "daemon/targets.h"
+#include "export/rtrace_write.h"
+#include "merge/pipeline.h"
+#include "store/store.h"
+
+#define RT_DAEMON_SOCKET "/run/reqtrace/reqtrace.sock"
+#define RT_DAEMON_ARGS_MAX 64
+
+/* Source ids of the records the daemon itself writes and of the BPF ring. */
+#define RT_SOURCE_DAEMON 1
+#define RT_SOURCE_BPF 2
+
+struct rt_daemon_opts {
+	pid_t pids[RT_DAEMON_ARGS_MAX];
+	int n_pids;
+	uint16_t ports[RT_DAEMON_ARGS_MAX];
+	int n_ports;
+	const char *comms[RT_DAEMON_ARGS_MAX];
+	int n_comms;
+	const char *socket_path;
+	gid_t socket_group; /* (gid_t)-1: root only */
+	const char *record_path;
+	bool verbose;
+	uint32_t ring_bytes;
+	uint16_t head_bytes, tail_bytes;
+	uint32_t max_spans;
+	uint32_t max_requests;
+	uint64_t idle_timeout_ns;
+};
+
+struct rt_source_stats {
+	const char *name;
+	uint64_t events;
+	uint64_t last_events;
+	double rate; /* events/s over the last second */
+};
+
+struct rt_daemon {
+	uv_loop_t *loop;
+	struct rt_daemon_opts o;
+	struct rt_bpf_source *bpf;
+	struct rt_pipeline *pipe;
+	struct rt_store *store;
+	struct rt_targets *targets;
+	struct rt_control *ctl;
+
+	/* recording */
+	struct rt_trace_writer *rec;
+	char rec_path[4096];
+	uint64_t rec_until_ns; /* 0: until stopped */
+	struct rt_ctl_client *rec_client; /* waiting for the end of a `record` */
+	uint64_t rec_errors;
+
+	uv_poll_t bpf_poll;
+	uv_timer_t drain_timer, scan_timer, stats_timer;
+	uv_signal_t sig_int, sig_term;
+	bool stopping;
+
+	uint64_t start_ns;
+	struct rt_source_stats src[2]; /* daemon, bpf */
+	uint64_t intake_errors;
+};
+
+int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o);
+/* Runs until SIGINT/SIGTERM; returns the exit code. */
+int rt_daemon__run(struct rt_daemon *d);
+void rt_daemon__fini(struct rt_daemon *d);
+
+/* One record into the pipeline (and the recording). */
+int rt_daemon__intake(const struct rt_event_hdr *ev, void *ctx);
+
+/* Recording (daemon.c): path is created mode 0600. */
+int rt_daemon__record_start(struct rt_daemon *d, const char *path, uint64_t duration_ns);
+void rt_daemon__record_stop(struct rt_daemon *d);
+
+/* Control requests (commands.c). */
+void rt_daemon__handle(struct rt_ctl_client *cl, const char *cmd, const cJSON *req, void *ctx);
+void rt_daemon__client_gone(struct rt_ctl_client *cl, void *ctx);
+
+uint64_t rt_now_ns(void);
+
+#endif /* RT_DAEMON_H */

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Live capture: a real reqtraced (BPF loaded and attached) tracing real
+# servers under real load. Label root; they fail instead of skipping when
+# CI=true and BPF cannot run (live_common.py).
+find_program(RT_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+set(rt_live ${CMAKE_CURRENT_LIST_DIR})
+foreach(io readwrite vector socket msg split)
+	rt_script_test(live_fidelity_${io} LABEL root TIMEOUT 300
+		COMMAND ${RT_PYTHON3} ${rt_live}/live_fidelity.py --io ${io})
+endforeach()
+rt_script_test(live_fidelity_markers LABEL root TIMEOUT 300
+	COMMAND ${RT_PYTHON3} ${rt_live}/live_fidelity.py --markers)
+rt_script_test(live_fidelity_asyncio LABEL root TIMEOUT 300
+	COMMAND ${RT_PYTHON3} ${rt_live}/live_fidelity.py --server asyncio)
+rt_script_test(live_lifecycle LABEL root TIMEOUT 300
+	COMMAND ${RT_PYTHON3} ${rt_live}/live_lifecycle.py)
+foreach(part keepalive big loss)
+	rt_script_test(live_scale_${part} LABEL root TIMEOUT 400
+		COMMAND ${RT_PYTHON3} ${rt_live}/live_scale.py ${part})
+endforeach()
