@@ -72,19 +72,27 @@ static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t f
 	return conn;
 }
 
-/* Charge what threads hold for the connection's requests, up to ts. */
+static void freeze(struct rt_correlator *c, struct rt_req *r, uint64_t ts)
+{
+	rt_cpu_flush_for(c, r, ts);
+	if (!r->frozen_ns)
+		r->frozen_ns = ts;
+}
+
+/* Charge what threads hold for the connection's requests, up to ts, and
+ * take no more for them. */
 static void settle(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts)
 {
 	struct rt_req *r;
 	uint32_t i;
 
 	if (conn->responding && (r = rt_req_get(c, conn->responding)))
-		rt_cpu_flush_for(c, r, ts);
+		freeze(c, r, ts);
 	for (i = 0; i < conn->n_fifo; i++)
 		if ((r = rt_req_get(c, conn->fifo[i])))
-			rt_cpu_flush_for(c, r, ts);
+			freeze(c, r, ts);
 	if (conn->receiving && (r = rt_req_get(c, conn->receiving)))
-		rt_cpu_flush_for(c, r, ts);
+		freeze(c, r, ts);
 }
 
 static void abort_all(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts,

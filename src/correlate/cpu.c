@@ -163,7 +163,7 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 	for (i = 0; i < n; i++) {
 		struct rt_req *r = rt_req_get(c, owners[i]);
 
-		if (r)
+		if (r && !r->frozen_ns)
 			reqs[live++] = r;
 	}
 	if (!live) {
@@ -361,14 +361,14 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	if (!w)
 		return;
 	/* rule 4: w wakes a thread that works for one request alone: w serves it */
-	if (t->n_io == 1 && (req = rt_req_get(c, t->io[0]))) {
+	if (t->n_io == 1 && (req = rt_req_get(c, t->io[0])) && !req->frozen_ns) {
 		if (!served_add(w, req->serial))
 			rt_req_touch(req, w->tid);
 		serve_comm(w, req);
 	}
 	/* rule 3: the woken burst belongs to the waker's single owner */
 	r_w = handoff_owner(w);
-	if (r_w && (req = rt_req_get(c, r_w))) {
+	if (r_w && (req = rt_req_get(c, r_w)) && !req->frozen_ns) {
 		t->handoff = r_w;
 		rt_req_touch(req, t->tid);
 	}
@@ -426,7 +426,7 @@ void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req
 {
 	(void)c;
 	(void)ts;
-	if (has(t->io, t->n_io, r->serial))
+	if (r->frozen_ns || has(t->io, t->n_io, r->serial))
 		return;
 	if (t->n_io >= RT_THREAD_OWNERS_MAX) {
 		r->span.flags |= RT_SPAN_INCOMPLETE;

@@ -78,6 +78,9 @@ struct rt_req {
 	uint64_t bind_key; /* hash of an engine id bound to this request, 0: none */
 	uint32_t mark_tid[RT_PHASE__COUNT]; /* thread a marker interval claims */
 	bool ended;
+	/* the client left (its read returned 0): nothing is charged to this
+	 * request any more, whatever comes before the request ends */
+	uint64_t frozen_ns;
 
 	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
 

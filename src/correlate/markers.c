@@ -65,7 +65,7 @@ static void thread_claim(struct rt_correlator *c, struct rt_req *r, uint32_t pha
 {
 	struct rt_thread *t = rt_thread_get(c, tid, pid, true);
 
-	if (!t)
+	if (!t || r->frozen_ns)
 		return;
 	rt_cpu_account(c, t, ts);
 	if (t->n_mark >= RT_THREAD_MARK_MAX) {
@@ -195,6 +195,8 @@ static void on_step(struct rt_correlator *c, const struct rt_ev_mark_step *ev)
 			c->st.orphan_markers++;
 			return;
 		}
+		if (r->frozen_ns)
+			return; /* its client left: the engine's work is not its any more */
 		/* members share the step's timestamp: no time passes here */
 		for (i = 0; i < t->n_step; i++)
 			if (t->step[i] == r->serial)

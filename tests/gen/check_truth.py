@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Cross-check of a generated fixture: recomputes the truth from the recorded
+events alone, the way an outside observer (the correlator) has to, using the
+definitions of tests/fixtures/README.md, and compares with the .truth.jsonl
+the generator wrote from its own bookkeeping.
+
+It takes from the truth file only what identifies a request (its connection,
+start and end instants); every other value is derived from the records.
+
+usage: check_truth.py FILE.rtrace FILE.truth.jsonl | --dir DIR   (exit 0: consistent)
+"""
+import bisect
+import glob
+import os
+import json
+import re
+import struct
+import sys
+
+SWITCH, WAKING, ACCEPT, CONNECT, RECV, SEND = 1, 2, 10, 11, 12, 13
+MBEGIN, MEND, STEP_B, STEP_M, STEP_E = 20, 21, 22, 23, 24
+PHASES = ["receive", "queue", "tokenize", "prefill", "pre_first_token", "decode",
+          "comm_wait", "postprocess", "other"]
+TEXT_RE = re.compile(rb'"(?:text|content)":"((?:[^"\\]|\\.)*)"')
+TOL_NS = 1000  # equal splits round down to the ns on both sides
+NEVER = 1 << 64  # an instant after every other
+# rule 1: phases whose MARK_BEGIN claims the calling thread (the others wait, or are
+# engine work that step markers attribute)
+CLAIMS = {"receive", "tokenize", "pre_first_token", "postprocess", "other"}
+
+
+def read(path):
+    b = open(path, "rb").read()
+    if b[:8] != b"RTRACE\r\n":
+        raise SystemExit(f"{path}: not an .rtrace file")
+    off = struct.unpack_from("<I", b, 12)[0]
+    recs = []
+    while off < len(b):
+        kind, size, src, ts, pid, tid = struct.unpack_from("<HHIQII", b, off)
+        recs.append(dict(kind=kind, src=src, ts=ts, pid=pid, tid=tid, raw=b[off:off + size],
+                         i=len(recs)))
+        off += size
+    for r in recs:
+        decode(r)
+    # the merge's order: ts, then arrival
+    recs.sort(key=lambda r: (r["ts"], r["i"]))
+    return recs
+
+
+def cstr(b):
+    return b.split(b"\0")[0].decode()
+
+
+def decode(r):
+    raw, k = r["raw"], r["kind"]
+    if k == SWITCH:
+        (r["prev_pid"], r["prev"], r["next_pid"], r["next"], r["state"],
+         r["cpu"]) = struct.unpack_from("<IIIIII", raw, 24)
+    elif k == WAKING:
+        r["target_pid"], r["target"] = struct.unpack_from("<II", raw, 24)
+    elif k in (ACCEPT, CONNECT):
+        _, _, r["fd"], _ = struct.unpack_from("<Qqii", raw, 24)
+        r["peer_port"] = struct.unpack_from("<H", raw, 24 + 24 + 24 + 16)[0]
+    elif k in (RECV, SEND):
+        r["enter"], r["ret"], r["fd"], _, _, hl, tl = struct.unpack_from("<QqiHHHH", raw, 24)
+        r["data"] = raw[104:104 + hl + tl]
+    elif k in (MBEGIN, MEND):
+        r["phase"], n = struct.unpack_from("<II", raw, 24)
+        r["id"] = raw[32:32 + n].decode()
+    elif k in (STEP_B, STEP_M, STEP_E):
+        r["step"], r["n"], r["index"] = struct.unpack_from("<QII", raw, 24)
+        r["id"] = cstr(raw[40:104])
+
+
+def content_events(data):
+    """Content-bearing SSE events in a write's captured bytes."""
+    n = 0
+    for m in re.finditer(rb"data: ([^\n]*)", data):
+        ev = m.group(1)
+        if ev.startswith(b"[DONE]"):
+            continue
+        texts = TEXT_RE.findall(ev)
+        if any(t for t in texts):
+            n += 1
+    return n
+
+
+NUM = rb"(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
+
+
+def server_reported(data):
+    """Numbers of the usage and timings objects, and llama.cpp's top-level counts."""
+    out = {}
+    for obj in (b"usage", b"timings"):
+        for m in re.finditer(b'"' + obj + rb'":\{([^{}]*)\}', data):
+            for k, v in re.findall(rb'"(\w+)":' + NUM, m.group(1)):
+                out[f"{obj.decode()}.{k.decode()}"] = float(v)
+    for k, v in re.findall(rb'"(tokens_predicted|tokens_evaluated)":' + NUM, data):
+        out[k.decode()] = float(v)
+    return out
+
+
+def overlap(a0, a1, b0, b1):
+    return max(0, min(a1, b1) - max(a0, b0))
+
+
+def nearest_rank(sorted_gaps, q):
+    k = max(1, -(-q * len(sorted_gaps) // 100))
+    return sorted_gaps[k - 1]
+
+
+class Check:
+    def __init__(self, recs, truth):
+        self.recs, self.truth, self.errors = recs, truth, []
+        self.ids = {t["request_id"]: i for i, t in enumerate(truth)}
+        self.fd_of = {}  # request index -> fd
+        self.handler = {}  # request index -> tid
+        ports = {}
+        for r in recs:
+            if r["kind"] == ACCEPT:
+                ports[r["peer_port"]] = r["fd"]
+        for i, t in enumerate(truth):
+            port = int(t["conn"].split("->")[0].rsplit(":", 1)[1])
+            self.fd_of[i] = ports[port]
+        self.peer_fds = {r["fd"] for r in recs if r["kind"] == CONNECT}
+
+    def err(self, rid, what, got, want):
+        self.errors.append(f"{rid}: {what}: recomputed {got}, truth {want}")
+
+    # ---- instants and events --------------------------------------------------------------
+
+    def request_io(self):
+        """(tid, ts, request) facts for rule 2, and per-request writes."""
+        io, writes = [], {i: [] for i in range(len(self.truth))}
+        by_fd = {}
+        for i in range(len(self.truth)):
+            by_fd.setdefault(self.fd_of[i], []).append(i)
+        for v in by_fd.values():
+            v.sort(key=lambda i: self.truth[i]["start_ns"])
+        for r in self.recs:
+            if r["kind"] not in (RECV, SEND) or r["fd"] not in by_fd or r["ret"] <= 0:
+                continue
+            reqs = by_fd[r["fd"]]
+            if r["kind"] == RECV:
+                for i in reqs:
+                    t = self.truth[i]
+                    if t["start_ns"] <= r["ts"] <= t["received_ns"]:
+                        io.append((r["tid"], r["ts"], i))
+                        self.handler[i] = r["tid"]
+            else:
+                # responses go out first-in first-out
+                for i in reqs:
+                    if r["ts"] <= self.truth[i]["end_ns"]:
+                        io.append((r["tid"], r["ts"], i))
+                        writes[i].append(r)
+                        break
+        return io, writes
+
+    def check_events(self, writes):
+        for i, t in enumerate(self.truth):
+            rid, tw = t["request_id"], []
+            for w in writes[i]:
+                tw += [w["enter"]] * content_events(w["data"])
+            if tw != t["token_writes_ns"]:
+                self.err(rid, "token writes", tw, t["token_writes_ns"])
+            rep = server_reported(b"".join(w["data"] for w in writes[i]))
+            want = {k: float(v) for k, v in t["server_reported"].items()}
+            if rep != want:
+                self.err(rid, "server_reported", rep, want)
+            tok = rep.get("usage.completion_tokens", rep.get("timings.predicted_n"))
+            if tok != (None if t["tokens_out"] is None else float(t["tokens_out"])):
+                self.err(rid, "tokens_out", tok, t["tokens_out"])
+            if len(tw) != t["events_out"]:
+                self.err(rid, "events_out", len(tw), t["events_out"])
+            if tw and (tw[0] != t["first_token_ns"] or tw[-1] != t["last_token_ns"]):
+                self.err(rid, "first/last token", (tw[0], tw[-1]),
+                         (t["first_token_ns"], t["last_token_ns"]))
+            if t["outcome"] == "ok" and writes[i] and writes[i][-1]["ts"] != t["end_ns"]:
+                self.err(rid, "end_ns", writes[i][-1]["ts"], t["end_ns"])
+            if t["outcome"] == "aborted":
+                zero = [r["ts"] for r in self.recs if r["kind"] == RECV and r["ret"] == 0 and
+                        r["fd"] == self.fd_of[i] and r["ts"] >= t["start_ns"]]
+                if not zero or zero[0] != t["end_ns"]:
+                    self.err(rid, "abort seen", zero[:1], t["end_ns"])
+            if len(tw) >= 2:
+                g = sorted(b - a for a, b in zip(tw, tw[1:]))
+                itl = [nearest_rank(g, 50), nearest_rank(g, 99), g[-1]]
+                want = [round(t["itl_ms"][k] * 1e6) for k in ("p50", "p99", "max")]
+                if itl != want:
+                    self.err(rid, "itl", itl, want)
+            exits = {r["ts"] for r in self.recs if r["kind"] == RECV and r["ret"] > 0 and
+                     r["fd"] == self.fd_of[i]}
+            if t["start_ns"] not in exits or t["received_ns"] not in exits:
+                self.err(rid, "start/received are read exits", None, None)
+
+    # ---- scheduler: bursts and their owners ----------------------------------------------------
+
+    def timelines(self):
+        """Per traced tid: bursts [start, end, waker, pieces[(t0, t1, 'on'|'runq')]], sleeps."""
+        th, pid = {}, self.truth[0]["pid"]
+
+        def st(tid):
+            return th.setdefault(tid, dict(bursts=[], sleeps=[], state=None, since=None))
+
+        for r in self.recs:
+            if r["kind"] == WAKING and r["target_pid"] == pid:
+                s = st(r["target"])
+                if s["state"] == "sleep":
+                    s["sleeps"].append((s["since"], r["ts"]))
+                    s["bursts"].append(dict(start=r["ts"], end=None, waker=r["tid"], pieces=[],
+                                            wakes=[]))
+                    s["state"], s["since"] = "runq", r["ts"]
+            elif r["kind"] == SWITCH:
+                # untraced threads show only where a traced one is the other side
+                if r["prev"] and r["prev_pid"] == pid:
+                    s = st(r["prev"])
+                    if s["state"] == "on":
+                        s["bursts"][-1]["pieces"].append((s["since"], r["ts"], "on"))
+                        if r["state"] == 0:
+                            s["state"], s["since"] = "runq", r["ts"]
+                        else:
+                            s["bursts"][-1]["end"] = r["ts"]
+                            s["state"], s["since"] = "sleep", r["ts"]
+                if r["next"] and r["next_pid"] == pid:
+                    s = st(r["next"])
+                    if s["state"] == "runq":
+                        s["bursts"][-1]["pieces"].append((s["since"], r["ts"], "runq"))
+                    elif s["state"] is None:  # first seen
+                        s["bursts"].append(dict(start=r["ts"], end=None, waker=-2, pieces=[],
+                                                wakes=[]))
+                    s["state"], s["since"] = "on", r["ts"]
+        for r in self.recs:
+            if r["kind"] == WAKING and r["tid"] in th:
+                b = self.burst_at(th[r["tid"]], r["ts"])
+                if b:
+                    b["wakes"].append((r["ts"], r["target"]))
+        return th
+
+    @staticmethod
+    def burst_at(s, ts):
+        for b in s["bursts"]:
+            if b["start"] <= ts and (b["end"] is None or ts <= b["end"]):
+                return b
+        return None
+
+    def marker_intervals(self):
+        """Pairs of (id, phase) begin/end: (tid_begin, tid_end, t0, t1, phase, id)."""
+        out, open_ = [], {}
+        for r in self.recs:
+            if r["kind"] == MBEGIN:
+                open_[(r["id"], r["phase"])] = r
+            elif r["kind"] == MEND and (r["id"], r["phase"]) in open_:
+                b = open_.pop((r["id"], r["phase"]))
+                out.append((b["tid"], r["tid"], b["ts"], r["ts"], r["phase"], r["id"]))
+        for (rid, ph), b in open_.items():
+            out.append((b["tid"], None, b["ts"], None, ph, rid))
+        return out
+
+    def step_intervals(self):
+        """STEP_BEGIN to the STEP_END of that step on the same thread: (tid, t0, t1, members)."""
+        out, begin = [], {}
+        for r in self.recs:
+            if r["kind"] == STEP_B:
+                begin[r["step"]] = (r, set())
+            elif r["kind"] == STEP_M and r["step"] in begin and r["id"] in self.ids:
+                begin[r["step"]][1].add(self.ids[r["id"]])
+            elif r["kind"] == STEP_E and r["step"] in begin and \
+                    begin[r["step"]][0]["tid"] == r["tid"]:
+                b, members = begin.pop(r["step"])
+                out.append((b["tid"], b["ts"], r["ts"], members))
+        for b, members in begin.values():
+            out.append((b["tid"], b["ts"], NEVER, members))
+        return out
+
+    def check_cpu(self, io):
+        n = len(self.truth)
+        ends = [t["end_ns"] for t in self.truth]
+        first_io = {}
+        for tid, ts, i in io:
+            first_io[(tid, i)] = min(first_io.get((tid, i), ts), ts)
+
+        def io_owners(tid, ts):
+            """Rule 2 at an instant: I/O at or before it, request not ended."""
+            return {i for i in range(n) if first_io.get((tid, i), NEVER) <= ts < ends[i]}
+
+        th = self.timelines()
+        # rules 2-4 per burst, as {request: when the burst gained it}; wakers' bursts first
+        for _, tid, k in sorted((b["start"], tid, k) for tid, s in th.items()
+                                for k, b in enumerate(s["bursts"])):
+            b = th[tid]["bursts"][k]
+            start, end = b["start"], NEVER if b["end"] is None else b["end"]
+            gain = {}
+            for i in range(n):
+                f = first_io.get((tid, i), NEVER)
+                if f <= end and ends[i] > start:
+                    gain[i] = max(f, start)
+            b["handoff"] = None
+            wb = self.burst_at(th[b["waker"]], start) if b["waker"] in th else None
+            if wb:
+                own = io_owners(b["waker"], start)
+                if wb["handoff"] is not None and ends[wb["handoff"]] > start:
+                    own.add(wb["handoff"])
+                if len(own) == 1:
+                    h = b["handoff"] = next(iter(own))
+                    gain[h] = min(gain.get(h, NEVER), start)
+            for ts, target in b["wakes"]:
+                p = io_owners(target, ts)
+                if len(p) == 1:
+                    i = p.pop()
+                    gain[i] = min(gain.get(i, NEVER), ts)
+            b["gain"] = gain
+        # rule 1: claiming phases on the thread of their BEGIN, steps on theirs
+        iv = {}
+        for tb, te, t0, t1, ph, rid in self.marker_intervals():
+            if PHASES[ph] in CLAIMS and rid in self.ids:
+                iv.setdefault(tb, []).append((t0, NEVER if t1 is None else t1,
+                                              {self.ids[rid]}, False))
+        for tid, t0, t1, mem in self.step_intervals():
+            iv.setdefault(tid, []).append((t0, t1, mem, True))
+
+        def cover(ivs, a, c):
+            """Live requests of the intervals covering [a, c), and whether a step does."""
+            m, step = set(), False
+            for x0, x1, mem, is_step in ivs:
+                if x0 <= a and x1 >= c:
+                    live = {i for i in mem if ends[i] > a}
+                    m |= live
+                    step |= is_step and bool(live)
+            return m, step
+
+        def pieces(ivs, p0, p1):
+            """[p0, p1) cut wherever rule 1's cover or an ownership can change."""
+            xs = {p0, p1} | {x for a, c, _, _ in ivs for x in (a, c)} | set(ends)
+            xs = sorted(x for x in xs if p0 <= x <= p1)
+            return zip(xs, xs[1:])
+
+        cpu, charged, shared = {}, set(), set()
+        off = [0] * n
+
+        def charge(owners, tid, kind, ns):
+            if not owners or not ns:
+                return
+            for i in owners:
+                cpu[(i, tid, kind)] = cpu.get((i, tid, kind), 0) + ns // len(owners)
+                charged.add((i, tid))
+                if len(owners) > 1:
+                    shared.add((i, tid))
+
+        for tid, s in th.items():
+            ivs = iv.get(tid, [])
+            for b in s["bursts"]:
+                # unmarked time: segments cut at the end_ns of the burst's owners, each
+                # charged to the owners it has at the segment's end
+                start, end = b["start"], NEVER if b["end"] is None else b["end"]
+                cuts = sorted({start, end} | {ends[i] for i in b["gain"]
+                                              if start < ends[i] < end})
+                resid = {}
+                for p0, p1, kind in b["pieces"]:
+                    for a, c in pieces(ivs, p0, p1):
+                        m, _ = cover(ivs, a, c)
+                        if m:
+                            charge(m, tid, kind, c - a)
+                        else:
+                            j = bisect.bisect_right(cuts, a) - 1
+                            resid[(j, kind)] = resid.get((j, kind), 0) + c - a
+                for (j, kind), ns in sorted(resid.items()):
+                    lo, hi = cuts[j], cuts[j + 1]
+                    charge({i for i, g in b["gain"].items() if g <= hi and ends[i] > lo},
+                           tid, kind, ns)
+            for t0, t1 in s["sleeps"]:
+                for a, c in pieces(ivs, t0, t1):
+                    m, step = cover(ivs, a, c)
+                    if not m:
+                        m = io_owners(tid, a)
+                    elif step:
+                        m = set()
+                    if len(m) == 1:
+                        off[next(iter(m))] += c - a
+        for i, t in enumerate(self.truth):
+            rid, tcpu = t["request_id"], t["cpu"]
+            got = {tid: {"on": cpu.get((i, tid, "on"), 0), "runq": cpu.get((i, tid, "runq"), 0)}
+                   for j, tid in charged if j == i}
+            want = {x["tid"]: x for x in tcpu["threads"]}
+            if set(got) != set(want):
+                self.err(rid, "cpu threads", sorted(got), sorted(want))
+                continue
+            for tid, g in got.items():
+                w = want[tid]
+                if abs(g["on"] - round(w["on_cpu_ms"] * 1e6)) > TOL_NS or \
+                   abs(g["runq"] - round(w["runq_ms"] * 1e6)) > TOL_NS:
+                    self.err(rid, f"cpu tid {tid}", g, (w["on_cpu_ms"], w["runq_ms"]))
+                if ((i, tid) in shared) != w["shared"]:
+                    self.err(rid, f"cpu tid {tid} shared", (i, tid) in shared, w["shared"])
+            if abs(off[i] - round(tcpu["off_cpu_ms"] * 1e6)) > TOL_NS:
+                self.err(rid, "off_cpu", off[i], tcpu["off_cpu_ms"])
+        self.th = th
+
+    # ---- phases ---------------------------------------------------------------------------
+
+    def comm_waits(self):
+        """Blocked peer reads, each for the requests whose handlers the engine wakes next."""
+        out = []
+        for r in self.recs:
+            if r["kind"] != RECV or r["fd"] not in self.peer_fds:
+                continue
+            s = self.th[r["tid"]]
+            nxt = [b for b in s["bursts"] if b["start"] >= r["ts"] or
+                   (b["start"] <= r["ts"] and (b["end"] is None or b["end"] >= r["ts"]))]
+            owners = set()
+            for b in nxt:
+                if b["start"] < r["ts"]:
+                    continue
+                for ts, target in b["wakes"]:
+                    owners |= {i for i, h in self.handler.items() if h == target and
+                               self.truth[i]["start_ns"] <= ts <= self.truth[i]["end_ns"]}
+                if owners:
+                    break
+            out.append((r["enter"], r["ts"], owners))
+        return out
+
+    def check_phases(self):
+        comm = self.comm_waits()
+        marks = self.marker_intervals()
+        for i, t in enumerate(self.truth):
+            rid = t["request_id"]
+            s, rcv, end = t["start_ns"], t["received_ns"], t["end_ns"]
+            ft, lt = t["first_token_ns"], t["last_token_ns"]
+            cw = [(a, b) for a, b, o in comm if i in o]
+
+            def cin(lo, hi):
+                return sum(overlap(a, b, lo, hi) for a, b in cw)
+
+            if ft is None:  # non-streamed: up to the first write of the response
+                fw = min(w["enter"] for w in self.writes[i])
+                probe = dict(receive=(rcv - s, [(s, rcv)]),
+                             pre_first_token=(fw - rcv - cin(rcv, fw), [(rcv, fw)]),
+                             postprocess=(end - fw, [(fw, end)]))
+                hi = fw
+            else:
+                probe = dict(receive=(rcv - s, [(s, rcv)]),
+                             pre_first_token=(ft - rcv - cin(rcv, ft), [(rcv, ft)]),
+                             decode=(lt - ft - cin(ft, lt), [(ft, lt)]),
+                             postprocess=(end - lt, [(lt, end)]))
+                hi = lt
+            if cw and cin(rcv, hi):
+                probe["comm_wait"] = (cin(rcv, hi), cw)
+            got = {p: None for p in PHASES}
+            mine = []
+            for tb, te, t0, t1, ph, mid in marks:
+                if mid != rid:
+                    continue
+                t1 = end if t1 is None else t1
+                a, b = max(t0, s), min(t1, end)
+                mine.append((max(a, s), max(a, b)))
+                name = PHASES[ph]
+                got[name] = (got[name] or 0) + max(0, b - a)
+            with_marks = {p for p in PHASES if got[p] is not None}
+            for p, (v, ivs) in probe.items():
+                if p in with_marks:
+                    continue
+                if p == "pre_first_token" and with_marks & {"queue", "tokenize", "prefill"}:
+                    continue
+                if any(overlap(a, b, c, d) for a, b in ivs for c, d in mine):
+                    continue
+                got[p] = v
+            got["other"] = (end - s) - sum(v for p, v in got.items() if v is not None and
+                                           p != "other")
+            for p in PHASES:
+                want = t["phases"][p + "_ms"]
+                g = got[p]
+                if (g is None) != (want is None) or \
+                   (g is not None and abs(g - round(want * 1e6)) > 1):
+                    self.err(rid, f"phase {p}", g, want)
+            total = sum(v for v in t["phases"].values() if v is not None)
+            if abs(total - t["duration_ms"]) > 0.001:
+                self.err(rid, "phases sum", total, t["duration_ms"])
+
+    def run(self):
+        io, self.writes = self.request_io()
+        self.check_events(self.writes)
+        self.check_cpu(io)
+        self.check_phases()
+        return self.errors
+
+
+def check(rtrace, truth_path):
+    truth = [json.loads(line) for line in open(truth_path)]
+    errors = Check(read(rtrace), truth).run()
+    for e in errors:
+        print(f"{truth_path}: {e}")
+    return len(errors)
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--dir":
+        pairs = sorted(glob.glob(os.path.join(sys.argv[2], "*.truth.jsonl")))
+        if not pairs:
+            print(f"check_truth.py: no *.truth.jsonl in {sys.argv[2]}", file=sys.stderr)
+            return 1
+        bad = sum(check(p[:-len(".truth.jsonl")] + ".rtrace", p) for p in pairs)
+        print(f"check_truth.py: {len(pairs)} fixtures, {bad} mismatches")
+        return 1 if bad else 0
+    if len(sys.argv) != 3:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    return 1 if check(sys.argv[1], sys.argv[2]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Generates fresh fixtures (every scenario, both modes, seeds 2..N) into a
+# temp dir and checks `reqtrace replay` against their truth, beyond the
+# committed fixtures. usage: sweep_replay.sh BUILD_DIR [LAST_SEED]
+set -euo pipefail
+build=$1
+last=${2:-6}
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for sc in $("$build/rt-gen" --list | awk '{print $1}'); do
+	for mode in zero markers; do
+		for seed in $(seq 2 "$last"); do
+			"$build/rt-gen" --scenario "$sc" --mode "$mode" --seed "$seed" \
+				--out "$out/$sc-$mode-$seed.rtrace" --truth "$out/$sc-$mode-$seed.truth.jsonl"
+		done
+	done
+done
+python3 "$here/compare_replay.py" "$build/reqtrace" "$out"/*.rtrace

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The true span values of every simulated request (tests/fixtures/README.md
+ * defines each one). Instants come from the simulation's own bookkeeping;
+ * phases follow docs/spans.md (zero-code and marker rules); CPU attribution
+ * is truth_cpu.c's.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NUL INT64_MIN /* a null phase */
+#define MAX_IV 256
+
+static const char *const phase_keys[RT_PHASE__COUNT] = {
+	"receive", "queue",	"tokenize",    "prefill", "pre_first_token",
+	"decode",  "comm_wait", "postprocess", "other",
+};
+
+/* ---- helpers ---------------------------------------------------------------------------------- */
+
+static int64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+
+	return hi > lo ? (int64_t)(hi - lo) : 0;
+}
+
+static void put_ms(struct gen_str *g, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns;
+
+	if (ns == NUL) {
+		gs_printf(g, "null");
+		return;
+	}
+	gs_printf(g, "%s%llu.%06llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000000),
+		  (unsigned long long)(a % 1000000));
+}
+
+static void put_ns(struct gen_str *g, uint64_t ns)
+{
+	if (ns)
+		gs_printf(g, "%llu", (unsigned long long)ns);
+	else
+		gs_printf(g, "null");
+}
+
+/* ---- phases ------------------------------------------------------------------------------------ */
+
+static int64_t comm_in(const struct gen_req *r, uint64_t lo, uint64_t hi)
+{
+	int64_t sum = 0;
+	int i;
+
+	for (i = 0; i < r->n_comm; i++)
+		sum += overlap(r->comm[i].t0, r->comm[i].t1, lo, hi);
+	return sum;
+}
+
+struct mark_iv {
+	uint64_t t0, t1;
+};
+
+struct phases {
+	int64_t v[RT_PHASE__COUNT];
+	bool marker[RT_PHASE__COUNT];
+};
+
+/* Zero-code values (docs/spans.md), with the interval each one covers. */
+static void probe_phases(const struct gen_req *r, int64_t *v, uint64_t iv[][2])
+{
+	uint64_t hi;
+	int p;
+
+	for (p = 0; p < RT_PHASE__COUNT; p++) {
+		v[p] = NUL;
+		iv[p][0] = iv[p][1] = 0;
+	}
+	v[RT_PHASE_RECEIVE] = (int64_t)(r->received - r->start);
+	iv[RT_PHASE_RECEIVE][0] = r->start;
+	iv[RT_PHASE_RECEIVE][1] = r->received;
+	if (r->cfg->stream && r->n_tok_writes) {
+		hi = r->last_tok;
+		v[RT_PHASE_PRE_FIRST_TOKEN] = (int64_t)(r->first_tok - r->received) -
+					      comm_in(r, r->received, r->first_tok);
+		iv[RT_PHASE_PRE_FIRST_TOKEN][0] = r->received;
+		iv[RT_PHASE_PRE_FIRST_TOKEN][1] = r->first_tok;
+		v[RT_PHASE_DECODE] = (int64_t)(r->last_tok - r->first_tok) -
+				     comm_in(r, r->first_tok, r->last_tok);
+		iv[RT_PHASE_DECODE][0] = r->first_tok;
+		iv[RT_PHASE_DECODE][1] = r->last_tok;
+		v[RT_PHASE_POSTPROCESS] = (int64_t)(r->end - r->last_tok);
+		iv[RT_PHASE_POSTPROCESS][0] = r->last_tok;
+		iv[RT_PHASE_POSTPROCESS][1] = r->end;
+	} else if (r->first_write) {
+		/* non-streamed: the first write carries the whole completion */
+		hi = r->first_write;
+		v[RT_PHASE_PRE_FIRST_TOKEN] = (int64_t)(r->first_write - r->received) -
+					      comm_in(r, r->received, r->first_write);
+		iv[RT_PHASE_PRE_FIRST_TOKEN][0] = r->received;
+		iv[RT_PHASE_PRE_FIRST_TOKEN][1] = r->first_write;
+		v[RT_PHASE_POSTPROCESS] = (int64_t)(r->end - r->first_write);
+		iv[RT_PHASE_POSTPROCESS][0] = r->first_write;
+		iv[RT_PHASE_POSTPROCESS][1] = r->end;
+	} else {
+		hi = r->end;
+		v[RT_PHASE_PRE_FIRST_TOKEN] =
+			(int64_t)(r->end - r->received) - comm_in(r, r->received, r->end);
+		iv[RT_PHASE_PRE_FIRST_TOKEN][0] = r->received;
+		iv[RT_PHASE_PRE_FIRST_TOKEN][1] = r->end;
+	}
+	if (r->n_comm && comm_in(r, r->received, hi) > 0) {
+		v[RT_PHASE_COMM_WAIT] = comm_in(r, r->received, hi);
+		iv[RT_PHASE_COMM_WAIT][0] = r->received;
+		iv[RT_PHASE_COMM_WAIT][1] = hi;
+	}
+}
+
+/* Marker intervals of r (any thread), clipped to the span; returns how many. */
+static int req_marks(const struct gen_world *w, const struct gen_req *r, struct mark_iv *out,
+		     uint8_t *phase)
+{
+	const struct sim *s = &w->sim;
+	size_t i, j;
+	int n = 0;
+
+	for (i = 0; i < s->n_marks && n < MAX_IV; i++) {
+		const struct sim_mark_log *m = &s->marks[i];
+		uint64_t t1 = r->end;
+
+		if (m->kind != RT_EV_MARK_BEGIN || m->req != r->idx)
+			continue;
+		for (j = i + 1; j < s->n_marks; j++) {
+			const struct sim_mark_log *e = &s->marks[j];
+
+			if (e->kind == RT_EV_MARK_END && e->req == m->req && e->phase == m->phase) {
+				t1 = e->ts;
+				break;
+			}
+		}
+		out[n].t0 = m->ts < r->start ? r->start : m->ts;
+		out[n].t1 = t1 > r->end ? r->end : t1;
+		if (out[n].t1 < out[n].t0)
+			out[n].t1 = out[n].t0;
+		phase[n++] = (uint8_t)m->phase;
+	}
+	return n;
+}
+
+static void phases_of(const struct gen_world *w, const struct gen_req *r, struct phases *ph)
+{
+	struct mark_iv iv[MAX_IV];
+	uint8_t phase[MAX_IV];
+	uint64_t piv[RT_PHASE__COUNT][2];
+	int64_t probe[RT_PHASE__COUNT], sum = 0;
+	bool clash;
+	int n, i, p, k;
+
+	memset(ph, 0, sizeof(*ph));
+	probe_phases(r, probe, piv);
+	n = req_marks(w, r, iv, phase);
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		ph->v[p] = NUL;
+	for (i = 0; i < n; i++) {
+		p = phase[i];
+		if (!ph->marker[p])
+			ph->v[p] = 0;
+		ph->marker[p] = true;
+		ph->v[p] += (int64_t)(iv[i].t1 - iv[i].t0);
+	}
+	for (p = 0; p < RT_PHASE__COUNT; p++) {
+		if (ph->marker[p] || probe[p] == NUL || p == RT_PHASE_OTHER)
+			continue;
+		if (p == RT_PHASE_PRE_FIRST_TOKEN &&
+		    (ph->marker[RT_PHASE_QUEUE] || ph->marker[RT_PHASE_TOKENIZE] ||
+		     ph->marker[RT_PHASE_PREFILL]))
+			continue;
+		/* a probe value stands only where no marker interval overlaps it */
+		clash = false;
+		for (i = 0; i < n && !clash; i++) {
+			if (p == RT_PHASE_COMM_WAIT) {
+				for (k = 0; k < r->n_comm; k++)
+					if (overlap(r->comm[k].t0, r->comm[k].t1, iv[i].t0,
+						    iv[i].t1))
+						clash = true;
+			} else if (overlap(piv[p][0], piv[p][1], iv[i].t0, iv[i].t1)) {
+				clash = true;
+			}
+		}
+		if (!clash)
+			ph->v[p] = probe[p];
+	}
+	for (p = 0; p < RT_PHASE_OTHER; p++)
+		if (ph->v[p] != NUL)
+			sum += ph->v[p];
+	ph->v[RT_PHASE_OTHER] = (int64_t)(r->end - r->start) - sum;
+}
+
+/* ---- output ------------------------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest rank: the ceil(q * n)-th smallest gap (1-based). */
+static uint64_t rank(const uint64_t *sorted, int n, int q_percent)
+{
+	int k = (q_percent * n + 99) / 100;
+
+	return sorted[(k < 1 ? 1 : k) - 1];
+}
+
+static void put_itl(struct gen_str *g, const struct gen_req *r)
+{
+	uint64_t gaps[GEN_MAX_TOKENS];
+	int n = r->n_tok_writes - 1, i;
+
+	if (!r->cfg->stream || n < 1) {
+		gs_printf(g, "null");
+		return;
+	}
+	for (i = 0; i < n; i++)
+		gaps[i] = r->tok_writes[i + 1] - r->tok_writes[i];
+	qsort(gaps, (size_t)n, sizeof(gaps[0]), cmp_u64);
+	gs_printf(g, "{\"p50\":");
+	put_ms(g, (int64_t)rank(gaps, n, 50));
+	gs_printf(g, ",\"p99\":");
+	put_ms(g, (int64_t)rank(gaps, n, 99));
+	gs_printf(g, ",\"max\":");
+	put_ms(g, (int64_t)gaps[n - 1]);
+	gs_printf(g, "}");
+}
+
+static void put_addr(struct gen_str *g, const struct rt_sock_addr *a)
+{
+	gs_printf(g, "%u.%u.%u.%u:%u", a->addr[0], a->addr[1], a->addr[2], a->addr[3], a->port);
+}
+
+static void put_cpu(struct gen_str *g, const struct gen_world *w, const struct gen_cpu_truth *ct,
+		    int ri)
+{
+	int64_t on = 0, rq = 0;
+	int th;
+	bool first = true;
+
+	for (th = 0; th < w->sim.n_threads; th++) {
+		on += ct->on[ri][th];
+		rq += ct->runq[ri][th];
+	}
+	gs_printf(g, "{\"on_cpu_ms\":");
+	put_ms(g, on);
+	gs_printf(g, ",\"runq_ms\":");
+	put_ms(g, rq);
+	gs_printf(g, ",\"off_cpu_ms\":");
+	put_ms(g, ct->off[ri]);
+	gs_printf(g, ",\"threads\":[");
+	/* threads are created in tid order */
+	for (th = 0; th < w->sim.n_threads; th++) {
+		const struct sim_thread *t = w->sim.threads[th];
+
+		if (!ct->charged[ri][th])
+			continue;
+		gs_printf(g, "%s{\"tid\":%u,\"comm\":\"%s\",\"on_cpu_ms\":", first ? "" : ",",
+			  t->tid, t->comm);
+		put_ms(g, ct->on[ri][th]);
+		gs_printf(g, ",\"runq_ms\":");
+		put_ms(g, ct->runq[ri][th]);
+		gs_printf(g, ",\"shared\":%s}", ct->shared[ri][th] ? "true" : "false");
+		first = false;
+	}
+	gs_printf(g, "]}");
+}
+
+static void put_phases(struct gen_str *g, const struct phases *ph)
+{
+	bool first = true;
+	int p;
+
+	gs_printf(g, "\"phases\":{");
+	for (p = 0; p < RT_PHASE__COUNT; p++) {
+		gs_printf(g, "%s\"%s_ms\":", p ? "," : "", phase_keys[p]);
+		put_ms(g, ph->v[p]);
+	}
+	gs_printf(g, "},\"phase_source\":{");
+	for (p = 0; p < RT_PHASE_OTHER; p++) {
+		if (ph->v[p] == NUL)
+			continue;
+		gs_printf(g, "%s\"%s\":\"%s\"", first ? "" : ",", phase_keys[p],
+			  ph->marker[p] ? "marker" : "probe");
+		first = false;
+	}
+	gs_printf(g, "}");
+}
+
+static void put_req(struct gen_str *g, const struct gen_world *w, const struct gen_req *r,
+		    const struct gen_cpu_truth *ct)
+{
+	const struct sim_sock *so = sim_sock_get((struct sim *)&w->sim, w->conns[r->conn].fd);
+	struct phases ph;
+	int i;
+
+	if (!so) {
+		g->err = -EPROTO;
+		return;
+	}
+	phases_of(w, r, &ph);
+	gs_printf(g,
+		  "{\"request_id\":\"%s\",\"group\":\"testsrv\",\"pid\":%u,\"comm\":\"testsrv\","
+		  "\"conn\":\"",
+		  r->id, GEN_PID);
+	put_addr(g, &so->peer);
+	gs_printf(g, "->");
+	put_addr(g, &so->local);
+	gs_printf(g, "\",\"method\":\"%s\",\"path\":\"%s\",\"status\":", r->method, r->path);
+	if (r->status)
+		gs_printf(g, "%d", r->status);
+	else
+		gs_printf(g, "null");
+	gs_printf(g, ",\"start_ns\":");
+	put_ns(g, r->start);
+	gs_printf(g, ",\"received_ns\":");
+	put_ns(g, r->received);
+	gs_printf(g, ",\"first_token_ns\":");
+	put_ns(g, r->cfg->stream ? r->first_tok : 0);
+	gs_printf(g, ",\"last_token_ns\":");
+	put_ns(g, r->cfg->stream ? r->last_tok : 0);
+	gs_printf(g, ",\"end_ns\":");
+	put_ns(g, r->end);
+	gs_printf(g, ",\"duration_ms\":");
+	put_ms(g, (int64_t)(r->end - r->start));
+	gs_printf(g, ",\"ttft_ms\":");
+	put_ms(g, r->cfg->stream && r->first_tok ? (int64_t)(r->first_tok - r->start) : NUL);
+	gs_printf(g, ",\"events_out\":%d,\"tokens_out\":", r->cfg->stream ? r->n_tok_writes : 0);
+	if (r->tokens_out >= 0)
+		gs_printf(g, "%lld", (long long)r->tokens_out);
+	else
+		gs_printf(g, "null");
+	gs_printf(g, ",\"itl_ms\":");
+	put_itl(g, r);
+	gs_printf(g, ",");
+	put_phases(g, &ph);
+	gs_printf(g, ",\"cpu\":");
+	put_cpu(g, w, ct, r->idx);
+	gs_printf(g, ",\"server_reported\":{");
+	for (i = 0; i < r->n_reported; i++)
+		gs_printf(g, "%s\"%s\":%s", i ? "," : "", r->reported[i].name,
+			  r->reported[i].value);
+	/* no GPU records in these recordings; nothing is amended late */
+	gs_printf(g, "},\"gpu\":null,\"outcome\":\"%s\",\"flags\":[%s],\"revision\":0",
+		  r->aborted ? "aborted" : "ok", r->pipelined ? "\"pipelined\"" : "");
+	gs_printf(g, ",\"token_writes_ns\":[");
+	for (i = 0; i < r->n_tok_writes; i++)
+		gs_printf(g, "%s%llu", i ? "," : "", (unsigned long long)r->tok_writes[i]);
+	gs_printf(g, "],\"scenario\":\"%s\",\"mode\":\"%s\"}\n", w->sc->name,
+		  rt_gen_mode_name(w->mode));
+}
+
+int gen_truth_write(struct gen_world *w, const char *path)
+{
+	struct gen_cpu_truth *ct;
+	struct gen_str g = { 0 };
+	FILE *f = NULL;
+	int err, i;
+
+	for (i = 0; i < w->n_reqs; i++)
+		if (!w->reqs[i].start || !w->reqs[i].received || !w->reqs[i].end)
+			return -EPROTO; /* the simulation did not finish a request */
+	ct = calloc(1, sizeof(*ct));
+	if (!ct)
+		return -ENOMEM;
+	err = gen_cpu_truth(w, ct);
+	for (i = 0; i < w->n_reqs && !err; i++)
+		put_req(&g, w, &w->reqs[i], ct);
+	if (!err && g.err)
+		err = g.err;
+	if (!err) {
+		f = fopen(path, "w");
+		if (!f)
+			err = -errno;
+	}
+	if (!err && g.len && fwrite(g.p, 1, g.len, f) != g.len)
+		err = -EIO;
+	if (f && fclose(f) && !err)
+		err = -errno;
+	gs_free(&g);
+	free(ct);
+	return err;
+}

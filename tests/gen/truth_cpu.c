@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * CPU attribution truth: docs/spans.md's rules, as tests/fixtures/README.md
+ * ("CPU attribution") states them precisely, applied to the simulation's own
+ * facts (which thread moved which request's bytes when, who woke whom,
+ * which marker calls ran where). tests/gen/check_truth.py derives the same
+ * values from the records alone.
+ *
+ * Ownership by R ends at R's end_ns, whatever the rule gave it, so every
+ * time line below is also cut at the end_ns of each request.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NEVER UINT64_MAX
+#define MAX_IV 512 /* rule 1 intervals per thread */
+
+/* Rule 1 on one thread: a claim (one request) or an engine step (its members). */
+struct claim {
+	uint64_t t0, t1; /* t1 NEVER: not ended in the recording */
+	uint32_t mask;
+	bool step;
+};
+
+/* Rules 2-4 of one burst: when it gained each owner, NEVER: not an owner. */
+struct burst_own {
+	uint64_t gain[GEN_MAX_REQS];
+	int handoff; /* rule 3's request, -1: none */
+};
+
+struct cpu_ctx {
+	struct gen_world *w;
+	int n_reqs;
+	uint64_t end[GEN_MAX_REQS];
+	uint64_t first_io[SIM_MAX_THREADS][GEN_MAX_REQS]; /* NEVER: no I/O */
+	struct burst_own *own[SIM_MAX_THREADS];
+	struct claim iv[SIM_MAX_THREADS][MAX_IV];
+	int n_iv[SIM_MAX_THREADS];
+};
+
+static bool one(uint32_t m)
+{
+	return m && !(m & (m - 1));
+}
+
+static uint32_t live_at(const struct cpu_ctx *x, uint64_t t)
+{
+	uint32_t m = 0;
+	int i;
+
+	for (i = 0; i < x->n_reqs; i++)
+		if (x->end[i] > t)
+			m |= 1u << i;
+	return m;
+}
+
+/* Rule 2 at instant t: requests whose bytes the thread moved at or before t, not ended. */
+static uint32_t io_owners(const struct cpu_ctx *x, int th, uint64_t t)
+{
+	uint32_t m = 0;
+	int i;
+
+	for (i = 0; i < x->n_reqs; i++)
+		if (x->first_io[th][i] <= t && x->end[i] > t)
+			m |= 1u << i;
+	return m;
+}
+
+static int burst_at(const struct sim_thread *t, uint64_t ts)
+{
+	size_t i;
+
+	for (i = 0; i < t->n_bursts; i++)
+		if (t->bursts[i].start <= ts && ts <= t->bursts[i].end)
+			return (int)i;
+	return -1;
+}
+
+static void gain(struct burst_own *bo, int req, uint64_t ts)
+{
+	if (ts < bo->gain[req])
+		bo->gain[req] = ts;
+}
+
+struct burst_ref {
+	uint64_t start;
+	int th, b;
+};
+
+static int cmp_burst(const void *a, const void *b)
+{
+	const struct burst_ref *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->th != y->th ? x->th - y->th : x->b - y->b;
+}
+
+/* Rules 2-4 for one burst; the waker's bursts (rule 3) are done already. */
+static void owners_of(struct cpu_ctx *x, int th, int k)
+{
+	const struct sim *s = &x->w->sim;
+	const struct sim_burst *b = &s->threads[th]->bursts[k];
+	struct burst_own *bo = &x->own[th][k];
+	uint32_t m;
+	size_t i;
+	int r, wb, h;
+
+	bo->handoff = -1;
+	for (r = 0; r < GEN_MAX_REQS; r++)
+		bo->gain[r] = NEVER;
+	/* rule 2: held from before the burst, or from the I/O inside it */
+	for (r = 0; r < x->n_reqs; r++)
+		if (x->first_io[th][r] <= b->end && x->end[r] > b->start)
+			gain(bo, r, x->first_io[th][r] > b->start ? x->first_io[th][r] : b->start);
+	/* rule 3: the waker's single owner at the instant of the wakeup (rules 2 and 3) */
+	if (b->waker >= 0 && (wb = burst_at(s->threads[b->waker], b->start)) >= 0) {
+		m = io_owners(x, b->waker, b->start);
+		h = x->own[b->waker][wb].handoff;
+		if (h >= 0 && x->end[h] > b->start)
+			m |= 1u << h;
+		if (one(m)) {
+			bo->handoff = __builtin_ctz(m);
+			gain(bo, bo->handoff, b->start);
+		}
+	}
+	/* rule 4: it wakes a thread whose rule-2 owners are exactly {R} then */
+	for (i = 0; i < s->n_wakes; i++) {
+		const struct sim_wake_log *wk = &s->wakes[i];
+
+		if (wk->waker != th || wk->ts < b->start || wk->ts > b->end)
+			continue;
+		m = io_owners(x, wk->target, wk->ts);
+		if (one(m))
+			gain(bo, __builtin_ctz(m), wk->ts);
+	}
+}
+
+static int burst_owners(struct cpu_ctx *x)
+{
+	struct sim *s = &x->w->sim;
+	struct burst_ref *refs;
+	size_t n = 0, i, k;
+	int th;
+
+	for (th = 0; th < s->n_threads; th++) {
+		x->own[th] = calloc(s->threads[th]->n_bursts + 1, sizeof(*x->own[th]));
+		if (!x->own[th])
+			return -ENOMEM;
+		n += s->threads[th]->n_bursts;
+	}
+	refs = calloc(n + 1, sizeof(*refs));
+	if (!refs)
+		return -ENOMEM;
+	n = 0;
+	for (th = 0; th < s->n_threads; th++)
+		for (i = 0; i < s->threads[th]->n_bursts; i++)
+			refs[n++] =
+				(struct burst_ref){ s->threads[th]->bursts[i].start, th, (int)i };
+	/* a waker is on CPU when it wakes: its burst started earlier */
+	qsort(refs, n, sizeof(*refs), cmp_burst);
+	for (k = 0; k < n; k++)
+		owners_of(x, refs[k].th, refs[k].b);
+	free(refs);
+	return 0;
+}
+
+static bool claims_thread(uint16_t phase)
+{
+	/* QUEUE, COMM_WAIT are waiting; PREFILL, DECODE engine work that steps attribute */
+	return phase == RT_PHASE_RECEIVE || phase == RT_PHASE_TOKENIZE ||
+	       phase == RT_PHASE_PRE_FIRST_TOKEN || phase == RT_PHASE_POSTPROCESS ||
+	       phase == RT_PHASE_OTHER;
+}
+
+/*
+ * Rule 1: a claiming MARK_BEGIN holds its thread until the next MARK_END of
+ * the same request and phase, on whatever thread that END runs; a step
+ * holds the thread of its STEP_BEGIN until its STEP_END there.
+ */
+static int marker_intervals(struct cpu_ctx *x)
+{
+	const struct sim *s = &x->w->sim;
+	size_t i, j;
+
+	for (i = 0; i < s->n_marks; i++) {
+		const struct sim_mark_log *m = &s->marks[i];
+		struct claim c = { .t0 = m->ts, .t1 = NEVER, .step = true, .mask = m->mask };
+
+		if (m->kind == RT_EV_MARK_BEGIN) {
+			if (!claims_thread(m->phase))
+				continue;
+			c.step = false;
+			c.mask = 1u << m->req;
+		} else if (m->kind != RT_EV_MARK_STEP_BEGIN) {
+			continue;
+		}
+		for (j = i + 1; j < s->n_marks && c.t1 == NEVER; j++) {
+			const struct sim_mark_log *e = &s->marks[j];
+
+			if ((!c.step && e->kind == RT_EV_MARK_END && e->req == m->req &&
+			     e->phase == m->phase) ||
+			    (c.step && e->kind == RT_EV_MARK_STEP_END && e->step_id == m->step_id &&
+			     e->thread == m->thread))
+				c.t1 = e->ts;
+		}
+		if (x->n_iv[m->thread] == MAX_IV)
+			return -E2BIG;
+		x->iv[m->thread][x->n_iv[m->thread]++] = c;
+	}
+	return 0;
+}
+
+/* Rule 1 over [a, b): the live requests of the intervals covering it; *step: a step does. */
+static uint32_t cover(const struct cpu_ctx *x, int th, uint64_t a, uint64_t b, bool *step)
+{
+	uint32_t m = 0, live = live_at(x, a), c;
+	int i;
+
+	*step = false;
+	for (i = 0; i < x->n_iv[th]; i++) {
+		if (x->iv[th][i].t0 > a || x->iv[th][i].t1 < b)
+			continue;
+		c = x->iv[th][i].mask & live;
+		m |= c;
+		if (c && x->iv[th][i].step)
+			*step = true;
+	}
+	return m;
+}
+
+static uint64_t sooner(uint64_t b, uint64_t a, uint64_t v)
+{
+	return v > a && v < b ? v : b;
+}
+
+/* The first instant in (a, lim) where rule 1's cover or some ownership can change. */
+static uint64_t next_cut(const struct cpu_ctx *x, int th, uint64_t a, uint64_t lim)
+{
+	uint64_t b = lim;
+	int i;
+
+	for (i = 0; i < x->n_iv[th]; i++) {
+		b = sooner(b, a, x->iv[th][i].t0);
+		b = sooner(b, a, x->iv[th][i].t1);
+	}
+	for (i = 0; i < x->n_reqs; i++)
+		b = sooner(b, a, x->end[i]);
+	return b;
+}
+
+static void charge(struct gen_cpu_truth *ct, int th, uint8_t type, uint64_t ns, uint32_t owners)
+{
+	int n = __builtin_popcount(owners), i;
+
+	if (!n || !ns)
+		return;
+	for (i = 0; i < GEN_MAX_REQS; i++) {
+		if (!(owners & (1u << i)))
+			continue;
+		if (type == SIM_SEG_ONCPU)
+			ct->on[i][th] += (int64_t)ns / n;
+		else
+			ct->runq[i][th] += (int64_t)ns / n;
+		ct->charged[i][th] = true;
+		if (n > 1)
+			ct->shared[i][th] = true;
+	}
+}
+
+/*
+ * A burst's unmarked time, by segment: the burst is cut at the end_ns of
+ * each of its owners, and a segment goes to the owners the burst has at
+ * the segment's end (gained by then, not ended at its start).
+ */
+struct residual {
+	uint64_t cut[GEN_MAX_REQS + 2];
+	int n_cut;
+	uint64_t ns[GEN_MAX_REQS + 1][2]; /* [segment][on, runq] */
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void residual_open(struct residual *rs, const struct cpu_ctx *x, const struct sim_burst *b,
+			  const struct burst_own *bo)
+{
+	int r;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->cut[rs->n_cut++] = b->start;
+	for (r = 0; r < x->n_reqs; r++)
+		if (bo->gain[r] != NEVER && x->end[r] > b->start && x->end[r] < b->end)
+			rs->cut[rs->n_cut++] = x->end[r];
+	rs->cut[rs->n_cut++] = b->end;
+	qsort(rs->cut, (size_t)rs->n_cut, sizeof(rs->cut[0]), cmp_u64);
+}
+
+static void residual_add(struct residual *rs, uint8_t type, uint64_t a, uint64_t ns)
+{
+	int j = 0;
+
+	while (j + 2 < rs->n_cut && rs->cut[j + 1] <= a)
+		j++;
+	rs->ns[j][type == SIM_SEG_ONCPU ? 0 : 1] += ns;
+}
+
+static void residual_charge(const struct residual *rs, const struct cpu_ctx *x,
+			    const struct burst_own *bo, struct gen_cpu_truth *ct, int th)
+{
+	uint32_t owners;
+	int j, r;
+
+	for (j = 0; j + 1 < rs->n_cut; j++) {
+		owners = 0;
+		for (r = 0; r < x->n_reqs; r++)
+			if (bo->gain[r] <= rs->cut[j + 1] && x->end[r] > rs->cut[j])
+				owners |= 1u << r;
+		charge(ct, th, SIM_SEG_ONCPU, rs->ns[j][0], owners);
+		charge(ct, th, SIM_SEG_RUNQ, rs->ns[j][1], owners);
+	}
+}
+
+/* An on-CPU or runqueue segment: marker-covered pieces now, the rest to the residual. */
+static void busy(const struct cpu_ctx *x, struct gen_cpu_truth *ct, int th, const struct sim_seg *g,
+		 struct residual *rs)
+{
+	uint64_t a, b;
+	uint32_t m;
+	bool step;
+
+	for (a = g->t0; a < g->t1; a = b) {
+		b = next_cut(x, th, a, g->t1);
+		m = cover(x, th, a, b, &step);
+		if (m)
+			charge(ct, th, g->type, b - a, m);
+		else
+			residual_add(rs, g->type, a, b - a);
+	}
+}
+
+/*
+ * Off-CPU: a single claim's request, or (no live claim or step) the single
+ * rule-2 owner, at each instant.
+ */
+static void sleeping(const struct cpu_ctx *x, struct gen_cpu_truth *ct, int th,
+		     const struct sim_seg *g)
+{
+	uint64_t a, b;
+	uint32_t m;
+	bool step;
+
+	for (a = g->t0; a < g->t1; a = b) {
+		b = next_cut(x, th, a, g->t1);
+		m = cover(x, th, a, b, &step);
+		if (!m)
+			m = io_owners(x, th, a);
+		else if (step)
+			m = 0;
+		if (one(m))
+			ct->off[__builtin_ctz(m)] += (int64_t)(b - a);
+	}
+}
+
+static void thread_truth(const struct cpu_ctx *x, struct gen_cpu_truth *ct, int th)
+{
+	const struct sim_thread *t = x->w->sim.threads[th];
+	struct residual rs;
+	uint32_t cur = UINT32_MAX;
+	size_t i;
+
+	for (i = 0; i < t->n_segs; i++) {
+		const struct sim_seg *g = &t->segs[i];
+
+		if (g->type == SIM_SEG_SLEEP) {
+			sleeping(x, ct, th, g);
+			continue;
+		}
+		if ((g->type != SIM_SEG_ONCPU && g->type != SIM_SEG_RUNQ) ||
+		    g->burst >= t->n_bursts)
+			continue;
+		/* a burst's segments are contiguous */
+		if (g->burst != cur) {
+			if (cur != UINT32_MAX)
+				residual_charge(&rs, x, &x->own[th][cur], ct, th);
+			cur = g->burst;
+			residual_open(&rs, x, &t->bursts[cur], &x->own[th][cur]);
+		}
+		busy(x, ct, th, g, &rs);
+	}
+	if (cur != UINT32_MAX)
+		residual_charge(&rs, x, &x->own[th][cur], ct, th);
+}
+
+int gen_cpu_truth(struct gen_world *w, struct gen_cpu_truth *ct)
+{
+	struct sim *s = &w->sim;
+	struct cpu_ctx *x;
+	size_t i;
+	int th, err;
+
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->w = w;
+	x->n_reqs = w->n_reqs;
+	for (i = 0; i < (size_t)w->n_reqs; i++)
+		x->end[i] = w->reqs[i].end;
+	memset(x->first_io, 0xff, sizeof(x->first_io));
+	for (i = 0; i < s->n_ios; i++) {
+		const struct sim_io_log *io = &s->ios[i];
+
+		if (io->ts < x->first_io[io->thread][io->req])
+			x->first_io[io->thread][io->req] = io->ts;
+	}
+	err = marker_intervals(x);
+	if (!err)
+		err = burst_owners(x);
+	for (th = 0; th < s->n_threads && !err; th++)
+		if (s->threads[th]->traced)
+			thread_truth(x, ct, th);
+	for (th = 0; th < SIM_MAX_THREADS; th++)
+		free(x->own[th]);
+	free(x);
+	return err;
+}
