@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# tests/gpu/run.sh [BUILD_DIR]: the CUPTI injection library on a real NVIDIA GPU.
+#
+#   1. builds reqtrace (if BUILD_DIR lacks it) and tests/gpu/cupti_bench.cu with nvcc;
+#   2. runs cupti_bench under reqtraced (--comm target, --inject-socket, --record)
+#      with CUDA_INJECTION64_PATH=libreqtrace_cupti.so: spin kernels of known
+#      duration, 64 MiB H2D/D2H copies and a blocking sync, each also timed by
+#      the program (CUDA events, CLOCK_MONOTONIC);
+#   3. compares (tests/gpu/cupti_check.py): durations within 5% or 10 us of
+#      CUDA events, launch clocks within 50 us of the CPU side (and of the BPF
+#      uprobes when they recorded the launch);
+#   4. runs the testbed on its CUDA backend under the same daemon and checks
+#      that every request's span has device time (RT_GPU_SKIP_TESTBED=1 skips);
+#   5. prints a short table last. Needs root and one NVIDIA GPU; about 2-4 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build-gpu}
+work=$(mktemp -d /tmp/reqtrace-gpu.XXXXXX)
+daemon_pid=
+cleanup() {
+	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+	[ -n "${testbed_pid:-}" ] && kill "$testbed_pid" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+die() { echo "gpu/run.sh: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root (reqtraced loads BPF programs)"
+command -v nvidia-smi >/dev/null && nvidia-smi -L | grep -q GPU || die "no NVIDIA GPU visible"
+cuda=${RT_CUDA_ROOT:-/usr/local/cuda}
+nvcc=$cuda/bin/nvcc
+[ -x "$nvcc" ] || die "no nvcc at $nvcc"
+
+echo "== build"
+if [ ! -x "$build/src/daemon/reqtraced" ] || [ ! -f "$build/src/libreqtrace_cupti.so" ]; then
+	cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRT_CUDA_ROOT="$cuda" >/dev/null
+	cmake --build "$build" -j"$(nproc)" >/dev/null
+fi
+reqtraced=$(find "$build" -name reqtraced -type f -perm -u+x | head -1)
+reqtrace=$(find "$build" -name reqtrace -type f -perm -u+x | head -1)
+[ -n "$reqtraced" ] && [ -f "$build/src/libreqtrace_cupti.so" ] || die "build lacks reqtraced or libreqtrace_cupti.so"
+lib=$(realpath "$build/src/libreqtrace_cupti.so")
+"$reqtraced" --help 2>&1 | grep -q -- --inject-socket || die "reqtraced has no --inject-socket"
+"$nvcc" -O2 -std=c++17 -o "$work/cupti_bench" tests/gpu/cupti_bench.cu
+
+inject=$work/inject.sock
+control=$work/control.sock
+start_daemon() { # args: target options; $1.. passed to reqtraced
+	"$reqtraced" "$@" --inject-socket "$inject" --socket "$control" \
+		--record "$work/rec.rtrace" >"$work/reqtraced.log" 2>&1 &
+	daemon_pid=$!
+	for _ in $(seq 100); do
+		[ -S "$inject" ] && [ -S "$control" ] && return 0
+		kill -0 "$daemon_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$work/reqtraced.log" >&2
+	die "reqtraced did not come up"
+}
+stop_daemon() {
+	kill -INT "$daemon_pid"
+	wait "$daemon_pid" || true
+	daemon_pid=
+}
+
+echo "== cupti_bench under reqtraced"
+start_daemon --comm cupti_bench
+CUDA_INJECTION64_PATH=$lib REQTRACE_SOCKET=$inject REQTRACE_CUPTI_DEBUG=1 \
+	"$work/cupti_bench" "$work/bench.jsonl" 6 2>"$work/bench.err" ||
+	{ cat "$work/bench.err" >&2; die "cupti_bench failed"; }
+sleep 1 # the last watermark and the session's end reach the daemon
+stop_daemon
+cp "$work/rec.rtrace" "$work/bench.rtrace"
+
+spans=()
+if [ "${RT_GPU_SKIP_TESTBED:-0}" != 1 ]; then
+	echo "== testbed on the CUDA backend"
+	testbed=$(find "$build" -name reqtrace-testbed -type f -perm -u+x | head -1)
+	load=$(find "$build" -name reqtrace-load -type f -perm -u+x | head -1)
+	if [ -n "$testbed" ] && "$testbed" --help 2>&1 | grep -q cuda; then
+		start_daemon --port 18080
+		CUDA_INJECTION64_PATH=$lib REQTRACE_SOCKET=$inject \
+			"$testbed" --backend cuda --port 18080 >"$work/testbed.log" 2>&1 &
+		testbed_pid=$!
+		sleep 8 # CUDA init, the daemon finding the port, the injection handshake
+		"$load" --url http://127.0.0.1:18080/v1/completions --concurrency 4 \
+			--requests 32 --stream >"$work/load.log"
+		sleep 2 # spans finalise once the CUPTI watermark passes their end
+		"$reqtrace" --socket "$control" spans --json >"$work/spans.jsonl"
+		kill "$testbed_pid"
+		testbed_pid=
+		stop_daemon
+		spans=("$work/spans.jsonl")
+	else
+		echo "reqtrace-testbed has no cuda backend: that check fails (RT_GPU_SKIP_TESTBED=1 skips it)"
+		echo '{}' >"$work/spans.jsonl"
+		spans=("$work/spans.jsonl")
+	fi
+fi
+
+echo "== results (work files in $work)"
+python3 tests/gpu/cupti_check.py "$work/bench.rtrace" "$work/bench.jsonl" "${spans[@]}"
