@@ -64,6 +64,33 @@ static void status_targets(struct rt_daemon *d, struct rt_jsonw *w)
 	rt_jsonw_arr_close(w);
 }
 
+/* CUDA processes with the injection library: one entry each. */
+static void status_inject(struct rt_daemon *d, struct rt_jsonw *w)
+{
+	static const char *const st[] = { "ok", "no_cupti", "cupti_busy", "cupti_version",
+					  "cupti_error" };
+	struct rt_inject_conn_info info[64];
+	int n, i;
+
+	rt_jsonw_key(w, "injected");
+	rt_jsonw_arr_open(w);
+	n = d->inject ? rt_inject_server__conns(d->inject, info, 64) : 0;
+	for (i = 0; i < n && i < 64; i++) {
+		rt_jsonw_obj_open(w);
+		key_u64(w, "pid", info[i].pid);
+		rt_jsonw_key(w, "comm");
+		rt_jsonw_str_val(w, info[i].comm);
+		rt_jsonw_key(w, "status");
+		rt_jsonw_str_val(w, info[i].status < 5 ? st[info[i].status] : "unknown");
+		key_u64(w, "records", info[i].records);
+		key_u64(w, "invalid", info[i].invalid);
+		key_u64(w, "lost", info[i].lost + info[i].lost_unconnected);
+		key_u64(w, "watermark_ns", info[i].watermark_ns);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+}
+
 static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 {
 	struct rt_bpf_stats *bs = calloc(1, sizeof(*bs));
@@ -114,6 +141,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_jsonw_num(&w, d->src[0].rate, 1);
 	rt_jsonw_obj_close(&w);
 	rt_jsonw_arr_close(&w);
+	status_inject(d, &w);
 
 	/* every bounded stage and what it had to drop */
 	rt_jsonw_key(&w, "drops");
@@ -133,6 +161,15 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "correlator_requests", cs.dropped_requests);
 	key_u64(&w, "correlator_threads", cs.dropped_threads);
 	key_u64(&w, "store_evicted", ss.evicted);
+	if (d->inject) {
+		struct rt_inject_server_stats is;
+
+		rt_inject_server__stats(d->inject, &is);
+		key_u64(&w, "inject_invalid", is.invalid);
+		key_u64(&w, "inject_lost", is.lost);
+		key_u64(&w, "inject_rings_dropped", is.framing);
+	}
+	key_u64(&w, "stalled_sources", d->stalled_sources);
 	key_u64(&w, "recording_errors", d->rec_errors);
 	rt_jsonw_obj_close(&w);
 

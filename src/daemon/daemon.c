@@ -115,11 +115,41 @@ int rt_daemon__intake(const struct rt_event_hdr *ev, void *ctx)
 	return 0;
 }
 
-/* Drain the BPF ring, then move both watermarks: releases what is safe. */
+/*
+ * A CUDA process that stops flushing (stopped, hung) would hold every span
+ * back: past RT_SOURCE_STALL_NS its source stops counting in the merge
+ * (its later records arrive late, flagged) until it delivers again.
+ */
+static void unstall(struct rt_daemon *d, uint64_t now)
+{
+	struct rt_inject_conn_info info[64];
+	struct rt_merge *m = rt_pipeline__merge(d->pipe);
+	int n, i;
+	__u64 wm;
+
+	n = rt_inject_server__conns(d->inject, info, 64);
+	for (i = 0; i < n && i < 64; i++) {
+		if (!info[i].source_id || rt_merge__source_watermark(m, info[i].source_id, &wm))
+			continue;
+		if (wm + RT_SOURCE_STALL_NS < now) {
+			rt_merge__remove_source(m, info[i].source_id);
+			d->stalled_sources++;
+			wlog("CUDA process %u (%s) lags %.1f s: no longer holding spans back",
+			     info[i].pid, info[i].comm, (double)(now - wm) / 1e9);
+		}
+	}
+}
+
+/* Drain the sources, then move the watermarks: releases what is safe. */
 static void drain(struct rt_daemon *d)
 {
 	uint64_t now;
 
+	if (d->inject) {
+		rt_inject_server__on_readable(d->inject);
+		rt_inject_server__consume(d->inject, rt_daemon__intake, d);
+		unstall(d, rt_now_ns());
+	}
 	if (d->bpf) {
 		rt_bpf_source__consume(d->bpf, rt_daemon__intake, d);
 		watermark(d, RT_SOURCE_BPF, rt_bpf_source__watermark(d->bpf));
@@ -136,6 +166,29 @@ static void on_bpf_readable(uv_poll_t *h, int status, int events)
 	(void)status;
 	(void)events;
 	drain(h->data);
+}
+
+static void on_inject_readable(uv_poll_t *h, int status, int events)
+{
+	(void)status;
+	(void)events;
+	drain(h->data);
+}
+
+static int inject_allow(__u32 pid, void *ctx)
+{
+	struct rt_daemon *d = ctx;
+
+	return rt_targets__group_of(d->targets, (pid_t)pid) != 0;
+}
+
+static void inject_closed(__u32 source_id, __u32 pid, void *ctx)
+{
+	struct rt_daemon *d = ctx;
+
+	(void)pid;
+	/* nothing more will come from it: it must not hold the merge */
+	rt_merge__remove_source(rt_pipeline__merge(d->pipe), source_id);
 }
 
 static void on_drain_timer(uv_timer_t *h)
@@ -347,6 +400,26 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 		rt_targets__add_comm(d->targets, o->comms[i]);
 	rt_targets__scan(d->targets);
 
+	if (o->inject_path) {
+		struct rt_inject_server_opts io = {
+			.path = o->inject_path,
+			.first_source_id = RT_SOURCE_INJECT_FIRST,
+			.allow_pid = inject_allow,
+			.on_close = inject_closed,
+			.ctx = d,
+		};
+
+		err = mkdir_for(o->inject_path);
+		if (!err) {
+			d->inject = rt_inject_server__new(&io);
+			err = d->inject ? 0 : -errno;
+		}
+		if (err) {
+			elog("injection socket %s: %s", o->inject_path, strerror(-err));
+			goto cleanup;
+		}
+	}
+
 	err = mkdir_for(o->socket_path);
 	if (err) {
 		elog("control socket directory for %s: %s", o->socket_path, strerror(-err));
@@ -367,6 +440,11 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	uv_poll_init(loop, &d->bpf_poll, fd);
 	d->bpf_poll.data = d;
 	uv_poll_start(&d->bpf_poll, UV_READABLE, on_bpf_readable);
+	if (d->inject) {
+		uv_poll_init(loop, &d->inject_poll, rt_inject_server__epoll_fd(d->inject));
+		d->inject_poll.data = d;
+		uv_poll_start(&d->inject_poll, UV_READABLE, on_inject_readable);
+	}
 	uv_timer_init(loop, &d->drain_timer);
 	d->drain_timer.data = d;
 	uv_timer_start(&d->drain_timer, on_drain_timer, DRAIN_MS, DRAIN_MS);
@@ -418,6 +496,8 @@ void rt_daemon__fini(struct rt_daemon *d)
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	rt_bpf_source__free(d->bpf);
 	d->bpf = NULL;
+	rt_inject_server__free(d->inject);
+	d->inject = NULL;
 	rt_pipeline__free(d->pipe);
 	d->pipe = NULL;
 	rt_store__free(d->store);

@@ -18,14 +18,20 @@
 #include "daemon/targets.h"
 #include "export/rtrace_write.h"
 #include "merge/pipeline.h"
+#include "sources/inject_server.h"
 #include "store/store.h"
 
 #define RT_DAEMON_SOCKET "/run/reqtrace/reqtrace.sock"
 #define RT_DAEMON_ARGS_MAX 64
 
-/* Source ids of the records the daemon itself writes and of the BPF ring. */
+/* Source ids of the records the daemon itself writes and of the BPF ring;
+ * injected processes get ids from RT_SOURCE_INJECT_FIRST up. */
 #define RT_SOURCE_DAEMON 1
 #define RT_SOURCE_BPF 2
+#define RT_SOURCE_INJECT_FIRST 16
+#define RT_DAEMON_INJECT_SOCKET "/run/reqtrace/inject.sock"
+/* a CUDA process whose watermark lags this far stops holding the merge */
+#define RT_SOURCE_STALL_NS (5ULL * 1000000000ULL)
 
 struct rt_daemon_opts {
 	pid_t pids[RT_DAEMON_ARGS_MAX];
@@ -37,6 +43,7 @@ struct rt_daemon_opts {
 	const char *socket_path;
 	gid_t socket_group; /* (gid_t)-1: root only */
 	const char *record_path;
+	const char *inject_path; /* NULL: no injection socket */
 	bool verbose;
 	uint32_t ring_bytes;
 	uint16_t head_bytes, tail_bytes;
@@ -56,6 +63,7 @@ struct rt_daemon {
 	uv_loop_t *loop;
 	struct rt_daemon_opts o;
 	struct rt_bpf_source *bpf;
+	struct rt_inject_server *inject;
 	struct rt_pipeline *pipe;
 	struct rt_store *store;
 	struct rt_targets *targets;
@@ -68,7 +76,8 @@ struct rt_daemon {
 	struct rt_ctl_client *rec_client; /* waiting for the end of a `record` */
 	uint64_t rec_errors;
 
-	uv_poll_t bpf_poll;
+	uv_poll_t bpf_poll, inject_poll;
+	uint64_t stalled_sources; /* CUPTI sources dropped from the merge for lagging */
 	uv_timer_t drain_timer, scan_timer, stats_timer;
 	uv_signal_t sig_int, sig_term;
 	bool stopping;

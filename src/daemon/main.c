@@ -24,6 +24,8 @@ enum {
 	OPT_SOCKET,
 	OPT_SOCKET_GROUP,
 	OPT_RECORD,
+	OPT_INJECT,
+	OPT_NO_INJECT,
 	OPT_RING,
 	OPT_HEAD,
 	OPT_TAIL,
@@ -48,6 +50,9 @@ static void usage(FILE *f)
 		"  --socket PATH      control socket (default %s)\n"
 		"  --socket-group G   let members of group G use the control socket (mode 0660)\n"
 		"  --record FILE      record every raw event to FILE (.rtrace, mode 0600)\n"
+		"  --inject-socket P  socket for libreqtrace_cupti.so in target processes (default "
+		"%s)\n"
+		"  --no-inject        no injection socket: CPU-side probes only\n"
 		"  --ring-size BYTES  BPF ring buffer size (default 8388608)\n"
 		"  --head-bytes N     payload bytes kept from the start of each transfer (default "
 		"512)\n"
@@ -59,7 +64,7 @@ static void usage(FILE *f)
 		"(default 5m)\n"
 		"  -v                 debug logging (libbpf's included)\n"
 		"  --version, --help\n",
-		RT_DAEMON_SOCKET);
+		RT_DAEMON_SOCKET, RT_DAEMON_INJECT_SOCKET);
 }
 
 static int parse_uint(const char *name, const char *s, unsigned long min, unsigned long max,
@@ -88,6 +93,8 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "socket-group", required_argument, NULL, OPT_SOCKET_GROUP },
 		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "inject-socket", required_argument, NULL, OPT_INJECT },
+		{ "no-inject", no_argument, NULL, OPT_NO_INJECT },
 		{ "ring-size", required_argument, NULL, OPT_RING },
 		{ "head-bytes", required_argument, NULL, OPT_HEAD },
 		{ "tail-bytes", required_argument, NULL, OPT_TAIL },
@@ -101,6 +108,7 @@ int main(int argc, char **argv)
 	};
 	struct rt_daemon_opts o = {
 		.socket_path = RT_DAEMON_SOCKET,
+		.inject_path = RT_DAEMON_INJECT_SOCKET,
 		.socket_group = (gid_t)-1,
 	};
 	struct rt_daemon d;
@@ -144,6 +152,12 @@ int main(int argc, char **argv)
 			break;
 		case OPT_RECORD:
 			o.record_path = optarg;
+			break;
+		case OPT_INJECT:
+			o.inject_path = optarg;
+			break;
+		case OPT_NO_INJECT:
+			o.inject_path = NULL;
 			break;
 		case OPT_RING:
 			if (parse_uint("--ring-size", optarg, 4096, 1UL << 30, &v))

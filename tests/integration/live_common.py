@@ -55,7 +55,10 @@ class Daemon:
         self.sock = os.path.join(self.dir, "ctl.sock")
         self.err_path = os.path.join(self.dir, name + ".log")
         self.err = open(self.err_path, "w")
+        self.inject_sock = os.path.join(self.dir, "inject.sock")
         cmd = [REQTRACED, "--socket", self.sock] + list(args)
+        if "--inject-socket" not in args and "--no-inject" not in args:
+            cmd += ["--inject-socket", self.inject_sock]
         log("start: " + " ".join(cmd))
         self.proc = subprocess.Popen(cmd, stdout=self.err, stderr=self.err,
                                      env=env or os.environ.copy())
