@@ -139,6 +139,17 @@ static __always_inline void read_addrs(struct socket *sock, struct rt_sock_addr 
 				   __sk_common.skc_v6_rcv_saddr);
 		BPF_CORE_READ_INTO((struct in6_addr *)peer->addr, sk, __sk_common.skc_v6_daddr);
 	} else {
+		/*
+		 * AF_UNIX has no addresses worth naming, but the two ends of a
+		 * connection must be matched (a front end talking to its engine
+		 * process): each end's socket inode, as `ss -x` shows them.
+		 */
+		struct sock *peer_sk = BPF_CORE_READ((struct unix_sock *)sk, peer);
+
+		*(__u64 *)local->addr = BPF_CORE_READ(sock, file, f_inode, i_ino);
+		if (peer_sk)
+			*(__u64 *)peer->addr =
+				BPF_CORE_READ(peer_sk, sk_socket, file, f_inode, i_ino);
 		return;
 	}
 	/*

@@ -166,7 +166,7 @@ struct rt_ev_proc_exit {
 #define RT_AF_UNIX 1
 
 struct rt_sock_addr {
-	__u8 addr[16]; /* IPv4 in the first 4 bytes */
+	__u8 addr[16]; /* IPv4 in the first 4 bytes; AF_UNIX: the socket inode (__u64) */
 	__u16 port; /* host byte order */
 	__u16 family; /* RT_AF_* */
 	__u32 _pad;

@@ -117,9 +117,10 @@ static void abort_all(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts
 
 void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn)
 {
-	(void)c;
 	if (!conn)
 		return;
+	if (conn->end_key && rt_hmap_get(&c->ends, conn->end_key) == conn)
+		rt_hmap_del(&c->ends, conn->end_key);
 	rt_http_req__free(conn->reqp);
 	rt_http_resp__free(conn->respp);
 	free(conn);
@@ -131,6 +132,92 @@ static void conn_close(struct rt_correlator *c, struct rt_conn *conn, uint64_t t
 	abort_all(c, conn, ts, outcome);
 	rt_hmap_del(&c->conns, conn_key(conn->pid, conn->fd));
 	rt_conn_free(c, conn);
+}
+
+/* ---- the two ends of a connection inside one service ------------------- */
+
+static uint64_t mix(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n--) {
+		h ^= *b++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Key of the end whose own address is `self` and whose peer is `other`. */
+static uint64_t end_key(const struct rt_sock_addr *self, const struct rt_sock_addr *other)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	static const uint8_t zero[16];
+
+	if (self->family == RT_AF_UNIX) {
+		/* socket inodes: both needed, or the end cannot be matched */
+		if (!memcmp(self->addr, zero, 8) || !memcmp(other->addr, zero, 8))
+			return 0;
+		h = mix(h, self->addr, 8);
+		h = mix(h, other->addr, 8);
+	} else if (self->family == RT_AF_INET || self->family == RT_AF_INET6) {
+		if (!self->port || !other->port)
+			return 0;
+		h = mix(h, self->addr, 16);
+		h = mix(h, &self->port, 2);
+		h = mix(h, other->addr, 16);
+		h = mix(h, &other->port, 2);
+	} else {
+		return 0;
+	}
+	return h ? h : 1;
+}
+
+static bool same_group(struct rt_correlator *c, uint32_t a, uint32_t b)
+{
+	struct rt_proc *pa = rt_proc_get(c, a, false), *pb = rt_proc_get(c, b, false);
+
+	return pa && pb && !strcmp(pa->group, pb->group);
+}
+
+/*
+ * A connection between two processes of one target group is a hop inside
+ * the service: its requests are not client requests (no span), waits on
+ * it are not comm wait, and the work it carries belongs to the request the
+ * writing side worked for (rt_conn_on_io). Called when an end's addresses
+ * are known; pairs it with the other end if that one is known too.
+ */
+static void pair(struct rt_correlator *c, struct rt_conn *conn)
+{
+	struct rt_conn *twin;
+	uint64_t key = end_key(&conn->local, &conn->peer);
+	uint32_t i;
+
+	if (!key || conn->end_key)
+		return;
+	if (rt_hmap_put(&c->ends, key, conn) == 0)
+		conn->end_key = key;
+	conn->twin_key = end_key(&conn->peer, &conn->local);
+	twin = conn->twin_key ? rt_hmap_get(&c->ends, conn->twin_key) : NULL;
+	if (!twin || !same_group(c, conn->pid, twin->pid))
+		return;
+	conn->internal = twin->internal = true;
+	/* requests parsed on either end before we knew are not client requests */
+	for (i = 0; i < 2; i++) {
+		struct rt_conn *x = i ? twin : conn;
+		struct rt_req *r;
+		uint32_t k;
+
+		if (x->receiving && (r = rt_req_get(c, x->receiving)))
+			rt_req_discard(c, r, c->now);
+		for (k = 0; k < x->n_fifo; k++)
+			if ((r = rt_req_get(c, x->fifo[k])))
+				rt_req_discard(c, r, c->now);
+		if (x->responding && (r = rt_req_get(c, x->responding)))
+			rt_req_discard(c, r, c->now);
+		x->receiving = x->responding = 0;
+		x->n_fifo = 0;
+		x->comm_peer = false;
+	}
 }
 
 void rt_conn_on_accept(struct rt_correlator *c, const struct rt_ev_sock_conn *ev, bool outbound)
@@ -149,10 +236,13 @@ void rt_conn_on_accept(struct rt_correlator *c, const struct rt_ev_sock_conn *ev
 		return;
 	conn->outbound = outbound;
 	conn->last_activity = ev->hdr.ts_ns;
+	conn->local = ev->local;
+	conn->peer = ev->peer;
 	if (outbound)
 		describe(conn, &ev->local, &ev->peer);
 	else
 		describe(conn, &ev->peer, &ev->local);
+	pair(c, conn);
 }
 
 /* ---- request parser callbacks ----------------------------------------- */
@@ -438,6 +528,9 @@ static struct rt_conn *conn_for_io(struct rt_correlator *c, const struct rt_ev_s
 		describe(conn, &ev->local, &ev->peer);
 	else
 		describe(conn, &ev->peer, &ev->local);
+	conn->local = ev->local;
+	conn->peer = ev->peer;
+	pair(c, conn);
 	return conn;
 }
 
@@ -489,6 +582,63 @@ static void feed(struct rt_correlator *c, struct rt_conn *conn, const struct rt_
 	}
 }
 
+/* Note whose work a write carries (any connection: its other end may pair later). */
+static void note_write(struct rt_correlator *c, struct rt_conn *conn, struct rt_thread *t,
+		       int64_t n)
+{
+	uint64_t owners[2];
+	uint64_t req = rt_cpu_owners(t, owners, 2) == 1 ? owners[0] : 0;
+
+	(void)c;
+	conn->sent += (uint64_t)n;
+	if (conn->n_carried && conn->carried[conn->n_carried - 1].req == req) {
+		conn->carried[conn->n_carried - 1].end = conn->sent;
+		return;
+	}
+	if (conn->n_carried == RT_CONN_CARRIED_MAX) {
+		/* a reader far behind: forget the oldest range */
+		memmove(conn->carried, conn->carried + 1,
+			(RT_CONN_CARRIED_MAX - 1) * sizeof(conn->carried[0]));
+		conn->n_carried--;
+	}
+	conn->carried[conn->n_carried].end = conn->sent;
+	conn->carried[conn->n_carried].req = req;
+	conn->n_carried++;
+}
+
+/*
+ * A hop inside the service: the thread that reads bytes on one end works
+ * for the requests the other end's writers worked for when they wrote
+ * those bytes (rule 2 across processes), so one span gets the CPU of both
+ * processes. Byte ranges keep this exact when writers interleave.
+ */
+static void internal_read(struct rt_correlator *c, struct rt_conn *conn, struct rt_thread *t,
+			  const struct rt_ev_sock_io *ev)
+{
+	struct rt_conn *twin = conn->twin_key ? rt_hmap_get(&c->ends, conn->twin_key) : NULL;
+	uint64_t from = conn->recvd, to = conn->recvd + (uint64_t)ev->ret;
+	struct rt_req *r;
+	uint32_t i;
+
+	conn->recvd = to;
+	if (!twin)
+		return;
+	for (i = 0; i < twin->n_carried; i++) {
+		uint64_t start = i ? twin->carried[i - 1].end : 0;
+
+		if (twin->carried[i].end <= from || start >= to)
+			continue;
+		if (twin->carried[i].req && (r = rt_req_get(c, twin->carried[i].req)))
+			rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
+	}
+	/* ranges wholly read are done with */
+	while (twin->n_carried > 1 && twin->carried[0].end <= to) {
+		memmove(twin->carried, twin->carried + 1,
+			(twin->n_carried - 1) * sizeof(twin->carried[0]));
+		twin->n_carried--;
+	}
+}
+
 static bool is_abort_errno(int64_t ret)
 {
 	return ret == -EPIPE || ret == -ECONNRESET || ret == -ECONNABORTED || ret == -ETIMEDOUT;
@@ -508,7 +658,20 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 		return;
 	conn->last_activity = ev->hdr.ts_ns;
 	t = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, true);
+	if (!conn->end_key && ev->local.family) {
+		/* an end first seen before its addresses were known */
+		conn->local = ev->local;
+		conn->peer = ev->peer;
+		pair(c, conn);
+	}
 
+	if (!recv && ev->ret > 0 && t)
+		note_write(c, conn, t, ev->ret);
+	if (conn->internal) {
+		if (recv && ev->ret > 0 && t)
+			internal_read(c, conn, t, ev);
+		return;
+	}
 	if (conn->outbound) {
 		if (!conn->peer_kind_known && !recv && ev->ret > 0) {
 			conn->peer_kind_known = true;

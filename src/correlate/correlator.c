@@ -564,7 +564,7 @@ struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts)
 	    rt_hmap_init(&c->threads, c->o.max_threads) ||
 	    rt_hmap_init(&c->conns, c->o.max_conns) || rt_hmap_init(&c->reqs, c->o.max_requests) ||
 	    rt_hmap_init(&c->req_ids, c->o.max_requests) ||
-	    rt_hmap_init(&c->binds, c->o.max_requests))
+	    rt_hmap_init(&c->binds, c->o.max_requests) || rt_hmap_init(&c->ends, c->o.max_conns))
 		goto cleanup;
 	c->recent = calloc(c->o.recent_spans, sizeof(*c->recent));
 	if (!c->recent)
@@ -627,6 +627,7 @@ void rt_correlator__free(struct rt_correlator *c)
 		free_all(&c->procs, free_plain, c);
 	rt_hmap_fini(&c->req_ids);
 	rt_hmap_fini(&c->binds);
+	rt_hmap_fini(&c->ends);
 	free(c->recent);
 	free(c);
 }

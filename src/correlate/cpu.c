@@ -366,8 +366,12 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 			rt_req_touch(req, w->tid);
 		serve_comm(w, req);
 	}
-	/* rule 3: the woken burst belongs to the waker's single owner */
-	r_w = handoff_owner(w);
+	/*
+	 * rule 3: the woken burst belongs to the waker's single owner, unless
+	 * the woken thread works for requests of its own by I/O: a handler
+	 * woken by another handler releasing a lock is not handed its request
+	 */
+	r_w = t->n_io ? 0 : handoff_owner(w);
 	if (r_w && (req = rt_req_get(c, r_w)) && !req->frozen_ns) {
 		t->handoff = r_w;
 		rt_req_touch(req, t->tid);

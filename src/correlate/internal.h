@@ -13,6 +13,7 @@
 
 #include "common/hmap.h"
 #include "correlate/correlator.h"
+#include "correlate/gpu.h"
 #include "correlate/http.h"
 #include "correlate/span.h"
 
@@ -23,6 +24,7 @@
 #define RT_REQ_GAPS_MAX 4096 /* inter-token gaps kept exactly */
 #define RT_REQ_MARK_IV_MAX 32 /* marker intervals kept per request */
 #define RT_CONN_FIFO_MAX 16 /* pipelined requests awaiting responses */
+#define RT_CONN_CARRIED_MAX 32 /* writes in flight on an internal hop */
 #define RT_STEP_MEMBERS_MAX 256 /* = RT_MARK_STEP_MAX in reqtrace/marker.h */
 
 struct rt_proc {
@@ -149,6 +151,21 @@ struct rt_conn {
 	uint32_t n_fifo;
 	uint64_t responding; /* request whose response is being written */
 	uint64_t last_activity;
+	/* both ends' addresses (AF_UNIX: socket inodes), to find the other end */
+	struct rt_sock_addr local, peer;
+	uint64_t end_key; /* key in c->ends, 0: not registered */
+	/* the other end is a connection of a process of the same target group:
+	 * a hop inside the service (front end to engine), not a client */
+	bool internal;
+	uint64_t twin_key; /* the other end's end_key */
+	/* bytes written on this end and for which request, so the reader of
+	 * the other end knows whose bytes it reads (internal hops) */
+	uint64_t sent, recvd;
+	struct {
+		uint64_t end; /* sent offset where this request's bytes end */
+		uint64_t req;
+	} carried[RT_CONN_CARRIED_MAX];
+	uint32_t n_carried;
 };
 
 /* An emitted span kept for late amendment. */
@@ -170,6 +187,7 @@ struct rt_correlator {
 	struct rt_hmap reqs; /* serial → rt_req */
 	struct rt_hmap req_ids; /* hash(request id) → rt_req (latest) */
 	struct rt_hmap binds; /* hash(engine id) → hash(request id), as a uintptr */
+	struct rt_hmap ends; /* endpoint pair key → rt_conn: a connection's two ends */
 
 	uint64_t unreadable[RT_CORR_GROUPS_MAX][RT_UNREADABLE__COUNT];
 
@@ -181,6 +199,8 @@ struct rt_correlator {
 	const struct rt_event_hdr *cur_ev;
 	uint64_t cur_enter, cur_exit;
 	uint32_t cur_tid;
+
+	struct rt_gpu_state gpu; /* gpu.c */
 };
 
 /* correlator.c */

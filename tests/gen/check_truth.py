@@ -296,7 +296,8 @@ class Check:
                 if f <= end and ends[i] > start:
                     gain[i] = max(f, start)
             b["handoff"] = None
-            wb = self.burst_at(th[b["waker"]], start) if b["waker"] in th else None
+            wb = (self.burst_at(th[b["waker"]], start)
+                  if b["waker"] in th and not io_owners(tid, start) else None)
             if wb:
                 own = io_owners(b["waker"], start)
                 if wb["handoff"] is not None and ends[wb["handoff"]] > start:

@@ -116,8 +116,11 @@ static void owners_of(struct cpu_ctx *x, int th, int k)
 	for (r = 0; r < x->n_reqs; r++)
 		if (x->first_io[th][r] <= b->end && x->end[r] > b->start)
 			gain(bo, r, x->first_io[th][r] > b->start ? x->first_io[th][r] : b->start);
-	/* rule 3: the waker's single owner at the instant of the wakeup (rules 2 and 3) */
-	if (b->waker >= 0 && (wb = burst_at(s->threads[b->waker], b->start)) >= 0) {
+	/* rule 3: the waker's single owner at the instant of the wakeup (rules 2 and 3),
+	 * for a thread that owns no request by I/O then (not a handler woken by
+	 * another handler releasing a lock) */
+	if (b->waker >= 0 && !io_owners(x, th, b->start) &&
+	    (wb = burst_at(s->threads[b->waker], b->start)) >= 0) {
 		m = io_owners(x, b->waker, b->start);
 		h = x->own[b->waker][wb].handoff;
 		if (h >= 0 && x->end[h] > b->start)

@@ -18,3 +18,5 @@ foreach(part keepalive big loss)
 	rt_script_test(live_scale_${part} LABEL root TIMEOUT 400
 		COMMAND ${RT_PYTHON3} ${rt_live}/live_scale.py ${part})
 endforeach()
+rt_script_test(live_twoproc LABEL root TIMEOUT 120
+	COMMAND ${RT_PYTHON3} ${rt_live}/live_twoproc.py)
