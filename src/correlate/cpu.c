@@ -264,11 +264,29 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 	uint64_t ts = ev->hdr.ts_ns;
 	struct rt_thread *t;
 
+	uint64_t cpu_last = ev->cpu < RT_CORR_CPUS_MAX ? c->cpu_last_switch[ev->cpu] : 0;
+
+	if (ev->cpu < RT_CORR_CPUS_MAX)
+		c->cpu_last_switch[ev->cpu] = ts;
 	if (ev->prev_tid && rt_proc_get(c, ev->prev_pid, false)) {
 		t = rt_thread_get(c, ev->prev_tid, ev->prev_pid, true);
 		if (t) {
 			memcpy(t->comm, ev->prev_comm, RT_COMM_LEN);
 			t->comm[RT_COMM_LEN - 1] = '\0';
+			if (t->run == RT_RUN_RUNNABLE || t->run == RT_RUN_BLOCKED) {
+				/*
+				 * It leaves a CPU we never saw it take: a switch-in went
+				 * unrecorded (seen here: the sandbox's pid 1 threads'
+				 * switch-outs never reach the tracepoint). It can only
+				 * have come on after this CPU's last recorded switch;
+				 * count it on CPU from then, the least runqueue we can.
+				 */
+				c->st.missed_switch_ins++;
+				if (cpu_last > t->since && cpu_last < ts)
+					rt_cpu_account(c, t, cpu_last);
+				t->run = RT_RUN_ONCPU;
+				t->in_burst = true;
+			}
 			rt_cpu_account(c, t, ts);
 			if (ev->prev_state == RT_TASK_RUNNING) {
 				t->run = RT_RUN_RUNNABLE; /* preempted: the burst goes on */

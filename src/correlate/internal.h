@@ -24,6 +24,7 @@
 #define RT_REQ_GAPS_MAX 4096 /* inter-token gaps kept exactly */
 #define RT_REQ_MARK_IV_MAX 32 /* marker intervals kept per request */
 #define RT_CONN_FIFO_MAX 16 /* pipelined requests awaiting responses */
+#define RT_CORR_CPUS_MAX 4096 /* switch records of CPUs beyond are not used for gap repair */
 #define RT_CONN_CARRIED_MAX 32 /* writes in flight on an internal hop */
 #define RT_STEP_MEMBERS_MAX 256 /* = RT_MARK_STEP_MAX in reqtrace/marker.h */
 
@@ -190,6 +191,7 @@ struct rt_correlator {
 	struct rt_hmap ends; /* endpoint pair key → rt_conn: a connection's two ends */
 
 	uint64_t unreadable[RT_CORR_GROUPS_MAX][RT_UNREADABLE__COUNT];
+	uint64_t cpu_last_switch[RT_CORR_CPUS_MAX]; /* ts of the last switch seen per CPU */
 
 	struct rt_recent *recent;
 	uint32_t recent_head;

@@ -29,7 +29,6 @@ static void key_u64(struct rt_jsonw *w, const char *k, uint64_t v)
 
 static void status_targets(struct rt_daemon *d, struct rt_jsonw *w)
 {
-	static const char *const kinds[] = { "", "pid", "port", "comm" };
 	uint32_t i;
 
 	rt_jsonw_key(w, "targets");
@@ -45,9 +44,15 @@ static void status_targets(struct rt_daemon *d, struct rt_jsonw *w)
 		rt_jsonw_key(w, "group");
 		rt_jsonw_str_val(w, t->group);
 		rt_jsonw_key(w, "kind");
-		rt_jsonw_str_val(w, kinds[t->kind]);
+		rt_jsonw_str_val(w, rt_target_kind_name(t->kind));
+		if (t->kind == RT_TARGET_CGROUP) {
+			rt_jsonw_key(w, "cgroup");
+			rt_jsonw_str_val(w, t->cgroup);
+		}
 		rt_jsonw_key(w, "active");
 		rt_jsonw_bool(w, t->active);
+		/* network namespace inode (port targets: where the listener was found) */
+		key_u64(w, "netns", t->netns);
 		rt_jsonw_key(w, "pids");
 		rt_jsonw_arr_open(w);
 		for (k = 0; k < n; k++)
@@ -97,6 +102,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	struct rt_correlator_stats cs;
 	struct rt_merge_stats ms;
 	struct rt_store_stats ss;
+	struct rt_targets_stats ts;
 	struct rt_jsonw w;
 
 	if (!bs) {
@@ -108,6 +114,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_correlator__stats(rt_pipeline__correlator(d->pipe), &cs);
 	rt_merge__stats(rt_pipeline__merge(d->pipe), &ms);
 	rt_store__stats(d->store, &ss);
+	rt_targets__stats(d->targets, &ts);
 
 	rt_jsonw_init(&w, 1 << 20);
 	rt_jsonw_obj_open(&w);
@@ -161,6 +168,9 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "correlator_requests", cs.dropped_requests);
 	key_u64(&w, "correlator_threads", cs.dropped_threads);
 	key_u64(&w, "store_evicted", ss.evicted);
+	key_u64(&w, "targets_pids", ts.pids_dropped);
+	key_u64(&w, "targets_netns_skipped", ts.netns_skipped);
+	key_u64(&w, "targets_cgroup_truncated", ts.cgroup_truncated);
 	if (d->inject) {
 		struct rt_inject_server_stats is;
 
@@ -191,6 +201,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "late_events", cs.late_events);
 	key_u64(&w, "lost_records", cs.lost_records);
 	key_u64(&w, "orphan_markers", cs.orphan_markers);
+	key_u64(&w, "missed_switch_ins", cs.missed_switch_ins);
 	rt_jsonw_key(&w, "unattributed_cpu_ms");
 	rt_jsonw_ms(&w, (int64_t)cs.unattributed_cpu_ns);
 	rt_jsonw_obj_close(&w);

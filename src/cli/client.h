@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The CLI side of the control socket (docs/protocol.md). */
+#ifndef RT_CLI_CLIENT_H
+#define RT_CLI_CLIENT_H
+
+#include <stddef.h>
+
+/* Called for each payload line (NUL-terminated, without newline). */
+typedef int (*rt_line_fn)(const char *line, size_t len, void *ctx);
+
+/*
+ * Send one request line and read the answer: payload lines go to fn, the
+ * terminator ends the call. Returns 0, or a CLI exit code after printing a
+ * one-line message (no daemon, refused, error from the daemon).
+ * end_line, when given, receives the terminator line (size end_len).
+ */
+int rt_client_call(const char *socket_path, const char *request, rt_line_fn fn, void *ctx,
+		   char *end_line, size_t end_len);
+
+#endif /* RT_CLI_CLIENT_H */

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * reqtrace show ID [--json] [--file REC.rtrace]
+ *
+ * One request as a terminal waterfall (export/waterfall.h), from the daemon
+ * or from a recording replayed here. Also the recording loader the other
+ * views share (rt_cli_rec_load).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/term.h"
+#include "common/jsonw.h"
+#include "export/span_json.h"
+#include "export/waterfall.h"
+#include "merge/pipeline.h"
+#include "sources/rtrace_read.h"
+#include "store/store.h"
+
+struct load_ctx {
+	struct rt_store *store;
+	struct rt_cli_rec *rec;
+	size_t cap_open;
+};
+
+static void on_span(const struct rt_span *s, void *ctx)
+{
+	struct load_ctx *x = ctx;
+
+	rt_store__add(x->store, s);
+}
+
+static int copy_span(const struct rt_span *s, void *ctx)
+{
+	struct rt_cli_rec *r = ctx;
+
+	r->spans[r->n_spans++] = *s;
+	return 0;
+}
+
+static void on_open(const struct rt_inflight *in, void *ctx)
+{
+	struct load_ctx *x = ctx;
+	struct rt_cli_rec *r = x->rec;
+	struct rt_cli_open *o;
+
+	if (r->n_open >= RT_CLI_OPEN_MAX) {
+		r->open_dropped++;
+		return;
+	}
+	if (r->n_open == x->cap_open) {
+		size_t cap = x->cap_open ? x->cap_open * 2 : 64;
+		void *p = realloc(r->open, cap * sizeof(*r->open));
+
+		if (!p) {
+			r->open_dropped++;
+			return;
+		}
+		r->open = p;
+		x->cap_open = cap;
+	}
+	o = &r->open[r->n_open++];
+	memset(o, 0, sizeof(*o));
+	snprintf(o->request_id, sizeof(o->request_id), "%s", in->request_id ? in->request_id : "");
+	snprintf(o->path, sizeof(o->path), "%s", in->path ? in->path : "");
+	snprintf(o->phase, sizeof(o->phase), "%s", rt_phase_name(in->phase));
+	o->start_ns = in->start_ns;
+	o->events_out = in->events_out;
+}
+
+int rt_cli_rec_load(const char *path, struct rt_cli_rec *out)
+{
+	struct rt_store_opts so = { .max_spans = RT_CLI_SPANS_MAX };
+	struct load_ctx x = { .rec = out };
+	struct rt_pipeline_opts po = { 0 };
+	struct rt_correlator_stats cs;
+	struct rt_trace_reader *rd = NULL;
+	struct rt_pipeline *pl = NULL;
+	const struct rt_event_hdr *ev;
+	struct rt_store_stats ss;
+	int err, rc = RT_EXIT_FAIL;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	rd = rt_trace_reader__open(path, NULL);
+	if (!rd) {
+		fprintf(stderr, "reqtrace: %s: %s\n", path, strerror(errno));
+		return errno == EINVAL || errno == EPROTO || errno == EBADMSG ? RT_EXIT_USAGE :
+										RT_EXIT_FAIL;
+	}
+	x.store = rt_store__new(&so);
+	po.corr.on_span = on_span;
+	po.corr.ctx = &x;
+	pl = x.store ? rt_pipeline__new(&po) : NULL;
+	if (!pl) {
+		fprintf(stderr, "reqtrace: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	while ((err = rt_trace_reader__next(rd, &ev)) == 1) {
+		if (ev->ts_ns > out->end_ns && ev->kind != RT_EV_WATERMARK)
+			out->end_ns = ev->ts_ns;
+		rt_pipeline__push(pl, ev);
+	}
+	if (err < 0) {
+		fprintf(stderr, "reqtrace: %s: %s\n", path, rt_trace_reader__error(rd));
+		rc = RT_EXIT_USAGE;
+		goto cleanup;
+	}
+	rt_pipeline__flush(pl);
+	/* what did not end stays in the correlator after the flush */
+	rt_correlator__inflight(rt_pipeline__correlator(pl), on_open, &x);
+	for (i = 0; i < out->n_open; i++)
+		out->open[i].age_ns = out->end_ns > out->open[i].start_ns ?
+					      (int64_t)(out->end_ns - out->open[i].start_ns) :
+					      0;
+	rt_correlator__stats(rt_pipeline__correlator(pl), &cs);
+	out->lost_records = cs.lost_records;
+	out->late_events = cs.late_events;
+	rt_store__stats(x.store, &ss);
+	out->spans_dropped = ss.evicted;
+	out->spans = calloc(ss.size ? ss.size : 1, sizeof(*out->spans));
+	if (!out->spans) {
+		fprintf(stderr, "reqtrace: out of memory\n");
+		goto cleanup;
+	}
+	rt_store__foreach(x.store, copy_span, out);
+	rc = RT_EXIT_OK;
+cleanup:
+	if (rc)
+		rt_cli_rec_free(out);
+	rt_pipeline__free(pl);
+	rt_store__free(x.store);
+	rt_trace_reader__free(rd);
+	return rc;
+}
+
+void rt_cli_rec_free(struct rt_cli_rec *r)
+{
+	if (!r)
+		return;
+	free(r->spans);
+	free(r->open);
+	memset(r, 0, sizeof(*r));
+}
+
+struct show {
+	bool json;
+	bool found;
+	bool bad; /* the daemon's line did not parse */
+};
+
+static void render(const struct rt_span *s)
+{
+	struct rt_waterfall_opts o = {
+		.width = rt_term_width(STDOUT_FILENO),
+		.color = rt_term_color(STDOUT_FILENO),
+	};
+
+	rt_waterfall_print(stdout, s, &o);
+}
+
+static int show_line(const char *line, size_t len, void *ctx)
+{
+	struct show *x = ctx;
+	struct rt_span s;
+
+	(void)len;
+	x->found = true;
+	if (x->json) {
+		/* the daemon's line itself: byte for byte what `spans --json` prints */
+		printf("%s\n", line);
+		return 0;
+	}
+	if (rt_span_from_json(line, &s)) {
+		fprintf(stderr, "reqtrace: unreadable span from the daemon\n");
+		x->bad = true;
+		return 1;
+	}
+	render(&s);
+	return 0;
+}
+
+static int show_daemon(struct rt_cli *cli, const char *id, struct show *x)
+{
+	struct rt_jsonw w;
+	int rc;
+
+	rt_jsonw_init(&w, 0);
+	rt_jsonw_obj_open(&w);
+	rt_jsonw_key(&w, "v");
+	rt_jsonw_int(&w, 1);
+	rt_jsonw_key(&w, "cmd");
+	rt_jsonw_str_val(&w, "show");
+	rt_jsonw_key(&w, "id");
+	rt_jsonw_str_val(&w, id);
+	rt_jsonw_obj_close(&w);
+	if (!rt_jsonw_ok(&w)) {
+		rt_jsonw_fini(&w);
+		fprintf(stderr, "reqtrace: request id too long\n");
+		return RT_EXIT_USAGE;
+	}
+	rc = rt_client_call(cli->socket_path, rt_jsonw_str(&w), show_line, x, NULL, 0);
+	rt_jsonw_fini(&w);
+	if (!rc && x->bad)
+		rc = RT_EXIT_FAIL;
+	if (!rc && !x->found) {
+		fprintf(stderr, "reqtrace: no finished request with id '%s'\n", id);
+		rc = RT_EXIT_FAIL;
+	}
+	return rc;
+}
+
+static int show_file(const char *path, const char *id, struct show *x)
+{
+	const struct rt_span *s = NULL;
+	struct rt_cli_rec rec;
+	struct rt_jsonw w;
+	size_t i;
+	int rc;
+
+	rc = rt_cli_rec_load(path, &rec);
+	if (rc)
+		return rc;
+	/* oldest first, revisions replaced in place: the last match is the newest */
+	for (i = 0; i < rec.n_spans; i++)
+		if (!strcmp(rec.spans[i].request_id, id))
+			s = &rec.spans[i];
+	if (!s) {
+		fprintf(stderr, "reqtrace: no finished request with id '%s' in %s\n", id, path);
+		rc = RT_EXIT_FAIL;
+	} else if (x->json) {
+		rt_jsonw_init(&w, 0);
+		rt_span_to_json(&w, s);
+		printf("%s\n", rt_jsonw_str(&w));
+		rt_jsonw_fini(&w);
+	} else {
+		render(s);
+	}
+	rt_cli_rec_free(&rec);
+	return rc;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: reqtrace show ID [--json] [--file REC.rtrace]\n"
+		   "  --json       the span record (docs/spans.md), as `spans --json` prints it\n"
+		   "  --file REC   from a recording instead of the daemon\n");
+}
+
+int rt_cmd_show(struct rt_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct show x = { 0 };
+	const char *file = NULL;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			x.json = true;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return RT_EXIT_OK;
+		default:
+			usage(stderr);
+			return RT_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1 || !argv[optind][0]) {
+		usage(stderr);
+		return RT_EXIT_USAGE;
+	}
+	if (file)
+		return show_file(file, argv[optind], &x);
+	return show_daemon(cli, argv[optind], &x);
+}

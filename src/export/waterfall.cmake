@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: BSD-2-Clause
+target_sources(reqtrace_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/waterfall.c)
