@@ -3,14 +3,17 @@
  * .rtrace recording format: a header, then rt_event records (event.h) laid
  * end to end in arrival order, little-endian, each 8-byte aligned in size.
  *
- * The writer emits RT_EV_SOURCE_INFO before a source's first record, an
- * RT_EV_CLOCK record at least every RT_TRACE_CLOCK_PERIOD_NS of event time,
- * and RT_EV_TRACE_END last. A file without the end record is truncated.
+ * The daemon (the writer's caller) writes RT_EV_SOURCE_INFO before a
+ * source's first record; the writer itself inserts an RT_EV_CLOCK record at
+ * least every RT_TRACE_CLOCK_PERIOD_NS of event time and RT_EV_TRACE_END
+ * last. A file without the end record is truncated.
  *
  * Validation (src/sources/rtrace_read.c): every record's size is within
  * bounds and covers its kind's body, its kind is known, and its timestamp
  * lies within [header.monotonic_ns - RT_TRACE_SLACK_NS,
- * newest clock record + RT_TRACE_SLACK_NS].
+ * newest clock record + RT_TRACE_SLACK_NS]. CLOCK records themselves are
+ * only bounded below (never before the previous one): a recording may sit
+ * idle longer than the slack.
  */
 #ifndef REQTRACE_RTRACE_H
 #define REQTRACE_RTRACE_H
