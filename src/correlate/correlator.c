@@ -9,51 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/event_check.h"
 #include "correlate/internal.h"
 
 #define DEFAULT_IDLE_NS (300ULL * 1000000000ULL)
 #define TIMEOUT_SCAN_NS 1000000000ULL
-
-/* Smallest valid record of each kind: shorter ones are refused. */
-static uint32_t min_size(uint16_t kind)
-{
-	switch (kind) {
-	case RT_EV_SCHED_SWITCH:
-		return sizeof(struct rt_ev_sched_switch);
-	case RT_EV_SCHED_WAKING:
-		return sizeof(struct rt_ev_sched_waking);
-	case RT_EV_TASK_NEW:
-		return sizeof(struct rt_ev_task_new);
-	case RT_EV_PROC_EXEC:
-		return sizeof(struct rt_ev_proc_exec);
-	case RT_EV_PROC_EXIT:
-		return sizeof(struct rt_ev_proc_exit);
-	case RT_EV_SOCK_ACCEPT:
-	case RT_EV_SOCK_CONNECT:
-		return sizeof(struct rt_ev_sock_conn);
-	case RT_EV_SOCK_RECV:
-	case RT_EV_SOCK_SEND:
-		return sizeof(struct rt_ev_sock_io);
-	case RT_EV_SOCK_CLOSE:
-	case RT_EV_SOCK_SHUTDOWN:
-		return sizeof(struct rt_ev_sock_close);
-	case RT_EV_MARK_BEGIN:
-	case RT_EV_MARK_END:
-		return sizeof(struct rt_ev_mark);
-	case RT_EV_MARK_STEP_BEGIN:
-	case RT_EV_MARK_STEP_MEMBER:
-	case RT_EV_MARK_STEP_END:
-		return sizeof(struct rt_ev_mark_step);
-	case RT_EV_MARK_BIND:
-		return sizeof(struct rt_ev_mark_bind);
-	case RT_EV_LOSS:
-		return sizeof(struct rt_ev_loss);
-	case RT_EV_TARGET:
-		return sizeof(struct rt_ev_target);
-	default:
-		return sizeof(struct rt_event_hdr);
-	}
-}
 
 struct rt_proc *rt_proc_get(struct rt_correlator *c, uint32_t pid, bool create)
 {
@@ -309,7 +269,8 @@ static bool may_change_spans(uint16_t kind)
 
 void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev, bool late)
 {
-	if (!ev || ev->size < min_size(ev->kind)) {
+	/* a record shorter than its kind's body is refused (unknown kinds: header) */
+	if (!ev || ev->size < sizeof(*ev) || ev->size < rt_event_min_size(ev->kind)) {
 		c->st.invalid_events++;
 		return;
 	}

@@ -2,7 +2,8 @@
 /*
  * Internals of the BPF source shared by its files: bpf_source.c (lifetime,
  * targets, draining, stats), bpf_env.c (kernel prerequisites, libbpf log),
- * bpf_attach.c (tracepoints and marker uprobes).
+ * bpf_attach.c (tracepoints and marker uprobes), bpf_gpu.c (libcuda/libnccl
+ * uprobes).
  */
 #ifndef RT_SOURCES_BPF_INTERNAL_H
 #define RT_SOURCES_BPF_INTERNAL_H
@@ -17,6 +18,7 @@ struct ring_buffer;
 struct sched_bpf;
 struct sock_bpf;
 struct marker_bpf;
+struct rt_bpf_gpu; /* bpf_gpu.c: gpu.bpf.c and the libcuda/libnccl files it is attached to */
 
 #define RT_BPF_LINKS_MAX 40 /* 5 scheduler + 13 entry + 13 exit tracepoints */
 #define RT_BPF_MARK_FUNCS 5
@@ -36,6 +38,7 @@ struct rt_bpf_source {
 	int n_links;
 	struct rt_marker_lib libs[RT_BPF_MARKER_LIBS_MAX];
 	int n_libs;
+	struct rt_bpf_gpu *gpu; /* NULL until the first rt_bpf_source__attach_gpu() */
 
 	struct ring_buffer *rb;
 	int ring_fd, targets_fd, counters_fd;
@@ -70,5 +73,9 @@ int rt_bpf_attach_tracepoints(struct rt_bpf_source *s);
 void rt_bpf_detach_all(struct rt_bpf_source *s);
 
 __u64 rt_bpf_now_ns(void);
+
+/* bpf_gpu.c */
+void rt_bpf_gpu_stats(const struct rt_bpf_source *s, struct rt_bpf_stats *st);
+void rt_bpf_gpu_free(struct rt_bpf_source *s);
 
 #endif /* RT_SOURCES_BPF_INTERNAL_H */

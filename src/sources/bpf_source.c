@@ -72,6 +72,11 @@ static size_t min_size(unsigned int kind)
 		return sizeof(struct rt_ev_mark_step);
 	case RT_EV_MARK_BIND:
 		return sizeof(struct rt_ev_mark_bind);
+	case RT_EV_CUDA_API_ENTER:
+	case RT_EV_CUDA_API_EXIT:
+		return sizeof(struct rt_ev_cuda_api);
+	case RT_EV_NCCL_ENTER:
+		return sizeof(struct rt_ev_nccl);
 	case RT_EV_LOSS:
 		return sizeof(struct rt_ev_loss);
 	default:
@@ -294,6 +299,7 @@ int rt_bpf_source__stats(const struct rt_bpf_source *s, struct rt_bpf_stats *st)
 	st->watermark_ns = s->watermark;
 	st->n_cpus = s->n_cpus;
 	st->n_marker_libs = s->n_libs;
+	rt_bpf_gpu_stats(s, st);
 	return 0;
 }
 
@@ -491,6 +497,7 @@ void rt_bpf_source__free(struct rt_bpf_source *s)
 	if (!s)
 		return;
 	rt_bpf_detach_all(s);
+	rt_bpf_gpu_free(s);
 	ring_buffer__free(s->rb);
 	if (s->cons_pos)
 		munmap((void *)s->cons_pos, s->page_size);

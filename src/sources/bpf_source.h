@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The BPF source: loads bpf/sched.bpf.c, sock.bpf.c and marker.bpf.c,
- * attaches them, keeps the in-kernel set of traced processes and drains the
- * one ring they all write to. The daemon owns it inside its libuv loop:
+ * The BPF source: loads bpf/sched.bpf.c, sock.bpf.c and marker.bpf.c (and
+ * gpu.bpf.c at the first rt_bpf_source__attach_gpu()), attaches them,
+ * keeps the in-kernel set of traced processes and drains the one ring they
+ * all write to. The daemon owns it inside its libuv loop:
  * rt_bpf_source__epoll_fd() goes into a uv_poll_t, and
  * rt_bpf_source__consume() runs on its readiness and on a timer (wakeups are
  * batched: the kernel side wakes the reader only once the ring is 1/8 full).
@@ -23,6 +24,7 @@
 #define RT_BPF_RING_MAX (1u << 30)
 #define RT_BPF_TARGETS_MAX_DEFAULT 4096u
 #define RT_BPF_MARKER_LIBS_MAX 64 /* distinct marker library files */
+#define RT_BPF_GPU_LIBS_MAX 32 /* distinct libcuda/libnccl files */
 #define RT_BPF_STATS_CPUS 256 /* lost_per_cpu entries; higher CPUs fold into the last */
 
 /*
@@ -45,6 +47,7 @@ struct rt_bpf_source_opts {
 	__u32 max_targets; /* traced tgids at once; 0: RT_BPF_TARGETS_MAX_DEFAULT */
 	__u16 head_bytes, tail_bytes; /* payload capture; 0 and 0: 512 and 1024 */
 	bool verbose; /* forward libbpf's debug output (at debug level) */
+	bool gpu_per_function; /* GPU uprobes as one perf event each, even where uprobe.multi works */
 };
 
 struct rt_bpf_source;
@@ -84,6 +87,20 @@ int rt_bpf_source__remove_pid(struct rt_bpf_source *s, __u32 tgid);
  * (RT_BPF_MARKER_LIBS_MAX files), or another -errno.
  */
 int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path);
+
+/*
+ * Attaches the GPU uprobes (bpf/gpu.bpf.c, docs/gpu.md) to the libcuda or
+ * libnccl file at `lib_path` (/proc/PID/root/... for a container): one
+ * uprobe per address of every function of the probe table
+ * (src/sources/gpu_probes.c) the file exports, a uretprobe too for the
+ * timed ones. The GPU programs are loaded at the first call. Like the
+ * markers, a uprobe belongs to the file: one call covers every process that
+ * maps it, and calling again for the same file (device and inode) returns
+ * the first call's result at once. 0 (some probes may have failed: see the
+ * stats), -ENOENT (no such file), -ESRCH (no probed symbol), -ENOEXEC (not
+ * an ELF library), -ENOSPC (RT_BPF_GPU_LIBS_MAX files), or another -errno.
+ */
+int rt_bpf_source__attach_gpu(struct rt_bpf_source *s, const char *lib_path);
 
 /* An fd that polls readable when the ring has records to drain. */
 int rt_bpf_source__epoll_fd(const struct rt_bpf_source *s);
@@ -125,6 +142,14 @@ struct rt_bpf_stats {
 	__u32 n_cpus; /* possible CPUs; lost_per_cpu holds min(n_cpus, RT_BPF_STATS_CPUS) */
 	__u32 n_marker_libs;
 	__u64 lost_per_cpu[RT_BPF_STATS_CPUS];
+	/* GPU uprobes (rt_bpf_source__attach_gpu) */
+	__u32 n_gpu_libs; /* library files attached (or tried) */
+	__u64 gpu_probes; /* uprobes and uretprobes attached */
+	__u64 gpu_aliases; /* probed names sharing an entry with another name (pncclX) */
+	__u64 gpu_attach_failed; /* functions whose uprobe could not be attached */
+	__u64 gpu_calls_full; /* timed calls not followed: per-thread call map full */
+	__u64 gpu_unmatched_ret; /* returns whose entry was overwritten by a nested timed call */
+	__u64 gpu_bad_cookie; /* hits naming no known api (cannot happen unless maps disagree) */
 };
 
 /* Fills *st (reads the kernel's per-CPU counters: a few dozen syscalls). 0 or -errno. */

@@ -50,6 +50,9 @@ struct tb_backend_ops {
 /* The default backend: each step sleeps for its cost_ns. */
 extern const struct tb_backend_ops tb_backend_sleep;
 
+/* Steps on a GPU through the CUDA driver API (backend_cuda.c, docs/gpu.md). */
+extern const struct tb_backend_ops tb_backend_cuda;
+
 /* Returns the backend called `name`, or NULL (errno = ENOENT). */
 const struct tb_backend_ops *tb_backend_find(const char *name);
 

@@ -38,6 +38,7 @@ const struct tb_backend_ops tb_backend_sleep = {
 /* Backends a later build adds (CUDA) register here. */
 static const struct tb_backend_ops *const backends[] = {
 	&tb_backend_sleep,
+	&tb_backend_cuda,
 };
 
 const struct tb_backend_ops *tb_backend_find(const char *name)

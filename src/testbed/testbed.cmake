@@ -3,6 +3,7 @@
 # (a bug shared by both would hide in the ground truth): they never link
 # reqtrace_core, only their own static library, cJSON and the marker library.
 add_library(rt_testbed STATIC
+	${CMAKE_CURRENT_LIST_DIR}/backend_cuda.c
 	${CMAKE_CURRENT_LIST_DIR}/backend_sleep.c
 	${CMAKE_CURRENT_LIST_DIR}/buf.c
 	${CMAKE_CURRENT_LIST_DIR}/clock.c
@@ -17,7 +18,7 @@ add_library(rt_testbed STATIC
 	${CMAKE_CURRENT_LIST_DIR}/server.c
 	${CMAKE_CURRENT_LIST_DIR}/truth.c)
 target_include_directories(rt_testbed PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(rt_testbed PUBLIC reqtrace_marker PkgConfig::CJSON Threads::Threads m)
+target_link_libraries(rt_testbed PUBLIC reqtrace_marker PkgConfig::CJSON Threads::Threads m ${CMAKE_DL_LIBS})
 
 add_executable(reqtrace-testbed ${CMAKE_CURRENT_LIST_DIR}/main.c)
 set_target_properties(reqtrace-testbed PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/src/testbed)

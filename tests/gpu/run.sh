@@ -12,6 +12,9 @@
 #      uprobes when they recorded the launch);
 #   4. runs the testbed on its CUDA backend under the same daemon and checks
 #      that every request's span has device time (RT_GPU_SKIP_TESTBED=1 skips);
+#   4b. GPU uprobes (docs/gpu.md): the testbed's cuda backend under reqtraced
+#      without CUPTI; launches, copies, syncs and collectives of every step must
+#      be in the recording and in the spans (RT_GPU_SKIP_UPROBES=1 skips);
 #   5. prints a short table last. Needs root and one NVIDIA GPU; about 2-4 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -99,5 +102,46 @@ if [ "${RT_GPU_SKIP_TESTBED:-0}" != 1 ]; then
 	fi
 fi
 
+# ---- GPU uprobes (issue "GPU work seen from the CPU", docs/gpu.md) -------------
+# The testbed's cuda backend on the real driver, with a one-rank NCCL
+# communicator when libnccl.so.2 is there, under reqtraced WITHOUT the CUPTI
+# library: the CPU-side probes alone must see every step's launch, copies,
+# syncs and collectives, and each request's span must carry them
+# (tests/gpu/gpu_uprobe_check.py prints its own short table). About a minute.
+# RT_GPU_SKIP_UPROBES=1 skips it. Its failure is reported after the CUPTI table.
+gpu_uprobes_rc=0
+if [ "${RT_GPU_SKIP_UPROBES:-0}" != 1 ]; then
+	echo "== GPU uprobes: testbed cuda backend under reqtraced, no CUPTI"
+	testbed=$(find "$build" -name reqtrace-testbed -type f -perm -u+x | head -1)
+	load=$(find "$build" -name reqtrace-load -type f -perm -u+x | head -1)
+	nccl=0
+	[ -e "$cuda/lib64/libnccl.so.2" ] || ldconfig -p | grep -q libnccl.so.2 && nccl=1
+	start_daemon --port 18081
+	LD_LIBRARY_PATH="$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		REQTRACE_TB_CUDA_NCCL=$nccl REQTRACE_TB_CUDA_TRUTH="$work/uprobe-steps.jsonl" \
+		"$testbed" --backend cuda --markers --port 18081 --truth "$work/uprobe-truth.jsonl" \
+		>"$work/uprobe-testbed.log" 2>&1 &
+	testbed_pid=$!
+	for _ in $(seq 300); do # CUDA (and NCCL) init, the port found, the uprobes attached
+		grep -q "gpu uprobes: .*libcuda" "$work/reqtraced.log" && break
+		sleep 0.1
+	done
+	"$load" --url http://127.0.0.1:18081/v1/completions --concurrency 4 --requests 32 \
+		--stream --max-tokens 16 >"$work/uprobe-load.log" || gpu_uprobes_rc=1
+	sleep 1 # the last spans finalise
+	"$reqtrace" --socket "$control" spans --json >"$work/uprobe-spans.jsonl" || gpu_uprobes_rc=1
+	kill "$testbed_pid"
+	wait "$testbed_pid" 2>/dev/null || true
+	testbed_pid=
+	stop_daemon
+	cp "$work/rec.rtrace" "$work/uprobe.rtrace"
+	python3 tests/gpu/gpu_uprobe_check.py "$work/uprobe.rtrace" "$work/uprobe-steps.jsonl" \
+		"$work/uprobe-truth.jsonl" "$work/uprobe-spans.jsonl" >"$work/uprobe-table.txt" ||
+		gpu_uprobes_rc=1
+	grep -v "^ok:" "$work/uprobe-table.txt" || true
+fi
+# ---- end of the GPU uprobes section -------------------------------------------
+
 echo "== results (work files in $work)"
 python3 tests/gpu/cupti_check.py "$work/bench.rtrace" "$work/bench.jsonl" "${spans[@]}"
+[ "$gpu_uprobes_rc" = 0 ] || die "GPU uprobes section failed (table above, files in $work)"
