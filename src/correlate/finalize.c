@@ -147,15 +147,26 @@ static void marker_phases(struct rt_req *r)
 	if (s->phase_source[RT_PHASE_POSTPROCESS] == RT_PSRC_PROBE &&
 	    overlaps_markers(r, lt ? lt : s->end_ns, s->end_ns))
 		clear(s, RT_PHASE_POSTPROCESS);
-	/* probe comm wait lies inside prefill/decode: any marker there hides it */
-	if (s->phase_source[RT_PHASE_COMM_WAIT] == RT_PSRC_PROBE &&
-	    overlaps_markers(r, s->received_ns, lt ? lt : s->end_ns))
-		clear(s, RT_PHASE_COMM_WAIT);
 	for (p = 0; p < RT_PHASE__COUNT; p++) {
 		if (!(r->mark_seen & (1u << p)) || p == RT_PHASE_OTHER)
 			continue;
 		set(s, p, r->mark_total[p] - r->mark_comm_in[p], RT_PSRC_MARKER);
 	}
+	/*
+	 * Comm wait seen by probes (peer reads, GPU syncs after collectives)
+	 * lies inside prefill/decode. With COMM_WAIT markers the markers say
+	 * it; without, the probe value stays and is taken out of the marked
+	 * prefill (before the first token) and decode (after it).
+	 */
+	if (s->phase_source[RT_PHASE_COMM_WAIT] != RT_PSRC_PROBE)
+		return;
+	if (s->phase_source[RT_PHASE_PREFILL] == RT_PSRC_MARKER)
+		s->phase_ns[RT_PHASE_PREFILL] -= r->comm_before_ft;
+	if (s->phase_source[RT_PHASE_DECODE] == RT_PSRC_MARKER)
+		s->phase_ns[RT_PHASE_DECODE] -= r->comm_after_ft;
+	for (p = RT_PHASE_PREFILL; p <= RT_PHASE_DECODE; p += RT_PHASE_DECODE - RT_PHASE_PREFILL)
+		if (s->phase_ns[p] != RT_NULL_NS && s->phase_ns[p] < 0)
+			s->phase_ns[p] = 0;
 }
 
 static int64_t sum_phases(const struct rt_span *s)

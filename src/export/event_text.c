@@ -2,6 +2,7 @@
 #include "export/event_text.h"
 
 #include "common/event_check.h"
+#include "sources/gpu_probes.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -94,6 +95,56 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 
 		fprintf(f, " step=%" PRIu64 " n=%u idx=%u id=%.64s", (uint64_t)e->step_id,
 			e->n_requests, e->index, e->request_id);
+		break;
+	}
+	case RT_EV_CUDA_API_ENTER:
+	case RT_EV_CUDA_API_EXIT: {
+		const struct rt_ev_cuda_api *e = (const void *)ev;
+		const struct rt_gpu_probe *pr = e->corr_id ? NULL : rt_gpu_probe_get(e->api);
+
+		fprintf(f,
+			" api=%u(%s) class=%s enter=%" PRIu64 " stream=%#" PRIx64 " bytes=%" PRIu64
+			" copy=%s corr=%" PRIu64 " ret=%d",
+			e->api, pr ? pr->name : "-", rt_gpu_class_name(e->api_class),
+			(uint64_t)e->enter_ns, (uint64_t)e->stream, (uint64_t)e->bytes,
+			rt_gpu_copy_kind_name(e->copy_kind), (uint64_t)e->corr_id, e->ret);
+		break;
+	}
+	case RT_EV_NCCL_ENTER:
+	case RT_EV_NCCL_EXIT: {
+		const struct rt_ev_nccl *e = (const void *)ev;
+
+		fprintf(f, " op=%s comm=%#" PRIx64 " stream=%#" PRIx64 " count=%" PRIu64 " peer=%d",
+			rt_gpu_nccl_op_name(e->op), (uint64_t)e->comm, (uint64_t)e->stream,
+			(uint64_t)e->count, e->peer);
+		break;
+	}
+	case RT_EV_GPU_KERNEL: {
+		const struct rt_ev_gpu_kernel *e = (const void *)ev;
+
+		fprintf(f,
+			" end=%" PRIu64 " dur_ns=%" PRIu64 " corr=%" PRIu64
+			" dev=%u stream=%u name=%.64s",
+			(uint64_t)e->end_ns, (uint64_t)(e->end_ns - ev->ts_ns),
+			(uint64_t)e->corr_id, e->device, e->stream, e->name);
+		break;
+	}
+	case RT_EV_GPU_MEMCPY: {
+		const struct rt_ev_gpu_memcpy *e = (const void *)ev;
+
+		fprintf(f,
+			" end=%" PRIu64 " dur_ns=%" PRIu64 " corr=%" PRIu64 " bytes=%" PRIu64
+			" copy=%s",
+			(uint64_t)e->end_ns, (uint64_t)(e->end_ns - ev->ts_ns),
+			(uint64_t)e->corr_id, (uint64_t)e->bytes,
+			rt_gpu_copy_kind_name(e->copy_kind));
+		break;
+	}
+	case RT_EV_GPU_SYNC: {
+		const struct rt_ev_gpu_sync *e = (const void *)ev;
+
+		fprintf(f, " end=%" PRIu64 " corr=%" PRIu64 " type=%u stream=%u",
+			(uint64_t)e->end_ns, (uint64_t)e->corr_id, e->sync_type, e->stream);
 		break;
 	}
 	case RT_EV_LOSS: {

@@ -462,9 +462,16 @@ class Check:
                     continue
                 if p == "pre_first_token" and with_marks & {"queue", "tokenize", "prefill"}:
                     continue
-                if any(overlap(a, b, c, d) for a, b in ivs for c, d in mine):
+                # comm wait lies inside prefill/decode by nature: it stays
+                if p != "comm_wait" and any(overlap(a, b, c, d) for a, b in ivs
+                                            for c, d in mine):
                     continue
                 got[p] = v
+            if "comm_wait" not in with_marks and got["comm_wait"] is not None and ft:
+                if "prefill" in with_marks:
+                    got["prefill"] -= cin(rcv, ft)
+                if "decode" in with_marks:
+                    got["decode"] -= cin(ft, lt)
             got["other"] = (end - s) - sum(v for p, v in got.items() if v is not None and
                                            p != "other")
             for p in PHASES:

@@ -158,7 +158,7 @@ static void phases_of(const struct gen_world *w, const struct gen_req *r, struct
 	uint64_t piv[RT_PHASE__COUNT][2];
 	int64_t probe[RT_PHASE__COUNT], sum = 0;
 	bool clash;
-	int n, i, p, k;
+	int n, i, p;
 
 	memset(ph, 0, sizeof(*ph));
 	probe_phases(r, probe, piv);
@@ -179,20 +179,21 @@ static void phases_of(const struct gen_world *w, const struct gen_req *r, struct
 		    (ph->marker[RT_PHASE_QUEUE] || ph->marker[RT_PHASE_TOKENIZE] ||
 		     ph->marker[RT_PHASE_PREFILL]))
 			continue;
-		/* a probe value stands only where no marker interval overlaps it */
+		/* comm wait lies inside prefill/decode by nature: it stays (and is
+		 * taken out of marked prefill/decode below); any other probe
+		 * value stands only where no marker interval overlaps it */
 		clash = false;
-		for (i = 0; i < n && !clash; i++) {
-			if (p == RT_PHASE_COMM_WAIT) {
-				for (k = 0; k < r->n_comm; k++)
-					if (overlap(r->comm[k].t0, r->comm[k].t1, iv[i].t0,
-						    iv[i].t1))
-						clash = true;
-			} else if (overlap(piv[p][0], piv[p][1], iv[i].t0, iv[i].t1)) {
+		for (i = 0; i < n && !clash && p != RT_PHASE_COMM_WAIT; i++)
+			if (overlap(piv[p][0], piv[p][1], iv[i].t0, iv[i].t1))
 				clash = true;
-			}
-		}
 		if (!clash)
 			ph->v[p] = probe[p];
+	}
+	if (!ph->marker[RT_PHASE_COMM_WAIT] && ph->v[RT_PHASE_COMM_WAIT] != NUL) {
+		if (ph->marker[RT_PHASE_PREFILL])
+			ph->v[RT_PHASE_PREFILL] -= comm_in(r, r->received, r->first_tok);
+		if (ph->marker[RT_PHASE_DECODE])
+			ph->v[RT_PHASE_DECODE] -= comm_in(r, r->first_tok, r->last_tok);
 	}
 	for (p = 0; p < RT_PHASE_OTHER; p++)
 		if (ph->v[p] != NUL)
