@@ -2,6 +2,7 @@
 # HTTP/1.x request and response parsers with Server-Sent Events (http.h).
 set(rt_http_sources
 	${CMAKE_CURRENT_LIST_DIR}/http_msg.c
+	${CMAKE_CURRENT_LIST_DIR}/http_chunk.c
 	${CMAKE_CURRENT_LIST_DIR}/http_util.c
 	${CMAKE_CURRENT_LIST_DIR}/http_json.c
 	${CMAKE_CURRENT_LIST_DIR}/http_req.c

@@ -5,13 +5,17 @@
  *   http_msg.c    one message framing engine for both directions: start
  *                 line, header lines, body framing (length, chunked, close),
  *                 gaps and resynchronisation; calls back through ops.
+ *   http_chunk.c  its chunked transfer coding (http_msg_int.h: the engine's
+ *                 states, shared by the two).
  *   http_util.c   bounded head+tail byte keeper, small string helpers.
  *   http_json.c   usage/timings/content facts from a JSON text (cJSON, or a
  *                 bounded scan when only a head and a tail were kept).
  *   sse.c         Server-Sent Events line decoder and rt_sse_classify().
  *   http_req.c, http_resp.c   the public parsers.
  *
- * Not installed, not for other modules: use http.h.
+ * Not installed, not for other modules: use http.h. One exception: the
+ * recording redactor (src/export/redact.c) taps the engine (below) so that
+ * what it keeps is decided by the same framing code that replay runs.
  */
 #ifndef RT_HTTP_INT_H
 #define RT_HTTP_INT_H
@@ -128,6 +132,26 @@ enum rt_http_body {
 	RT_HTTP_BODY_FEED_END, /* guessed: until the end of the current feed */
 };
 
+/*
+ * Taps: what the engine made of each byte it consumed, in byte order, as
+ * runs of one class (p points into the buffer being fed). A byte never
+ * reported was ignored (an unparseable stream). Bodies are reported with
+ * the kind the parser set in head_done (rt_http_msg.body_tap).
+ */
+enum rt_http_tap {
+	RT_HTTP_TAP_KEEP =
+		1, /* framing the parsers read: start line, names, wanted values, chunk sizes */
+	RT_HTTP_TAP_MASK =
+		2, /* read, unused: other header values, chunk extensions, trailers, skipped */
+	RT_HTTP_TAP_BODY = 3, /* a body the parser does not look at (request bodies, other types) */
+	RT_HTTP_TAP_BODY_SSE = 4, /* a text/event-stream body */
+	RT_HTTP_TAP_BODY_JSON = 5, /* a JSON body */
+	RT_HTTP_TAP_BODY_START = 6, /* n = 0: a body of the current kind starts here */
+	RT_HTTP_TAP_LAST = 0x10, /* flag on a body run: it ends a body of known length */
+};
+
+typedef void (*rt_http_tap_fn)(void *ctx, const uint8_t *p, size_t n, unsigned int cls);
+
 /* Callbacks from the engine to a parser; w is the parser. */
 struct rt_http_msg_ops {
 	/* A message starts (request: first method byte; response: status >= 200
@@ -175,6 +199,14 @@ struct rt_http_msg {
 	uint64_t window; /* last bytes seen while looking for a lost chunked body's end */
 	char name[RT_HTTP_NAME_KEEP];
 	struct rt_http_start *s;
+	/* tap (NULL: none) and the run it is building */
+	rt_http_tap_fn tap;
+	void *tap_ctx;
+	const uint8_t *run_p;
+	size_t run_n;
+	uint8_t run_cls;
+	uint8_t body_tap; /* RT_HTTP_TAP_BODY*: set by the parser's head_done */
+	const uint8_t *name_at; /* where the header name being read began, in this feed */
 };
 
 void rt_http_msg_init(struct rt_http_msg *m, enum rt_http_dir dir,
@@ -187,5 +219,13 @@ int rt_http_msg_gap(struct rt_http_msg *m, uint64_t n);
 void rt_http_msg_eof(struct rt_http_msg *m);
 /* Joined mid-stream: skip to a feed that starts like a message. */
 void rt_http_msg_resync(struct rt_http_msg *m);
+
+/*
+ * Tap a parser (fn NULL: untap). A tapped response parser reports framing
+ * only: bodies are no longer decoded (no on_sse_event, no usage from a
+ * JSON body), so it holds no body bytes at all.
+ */
+void rt_http_req_set_tap(struct rt_http_req_parser *p, rt_http_tap_fn fn, void *ctx);
+void rt_http_resp_set_tap(struct rt_http_resp_parser *p, rt_http_tap_fn fn, void *ctx);
 
 #endif /* RT_HTTP_INT_H */

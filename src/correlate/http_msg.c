@@ -17,59 +17,26 @@
  *    copes) and the body ends at the next "\r\n0\r\n\r\n" seen;
  *  - after a guessed end, the stream is "lost" until a feed starts with
  *    something that looks like a message start.
+ *
+ * A tap (the recording redactor) learns the class of every byte consumed
+ * from the state that consumed it; masking a MASK byte (or a body byte the
+ * parser does not read) must not change any later decision, so bytes that
+ * end a line or fail the parse are always KEEP. In a guessed head, a header
+ * name may be body text: it is tapped MASK, and KEEP again once it turns
+ * out to be wanted.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "correlate/http_int.h"
-
-enum {
-	ST_IDLE = 0,
-	ST_LOST, /* framing unknown: wait for a feed that starts like a message */
-	ST_ERROR, /* not HTTP/1.x: ignore everything */
-	ST_TLS1, /* 0x16 */
-	ST_TLS2, /* 0x16 0x03 */
-	ST_H2SNIFF,
-	ST_METHOD,
-	ST_TARGET,
-	ST_REQ_VERSION,
-	ST_RESP_VERSION,
-	ST_STATUS,
-	ST_REASON,
-	ST_CR, /* a CR in the head: LF must follow */
-	ST_HDR_START,
-	ST_HDR_NAME,
-	ST_HDR_OWS,
-	ST_HDR_VALUE,
-	ST_SKIP_LINE, /* guessed head: resume at the next line */
-	ST_DRAIN, /* guessed message: ignore the rest of the feed */
-	ST_BODY_LENGTH,
-	ST_BODY_CLOSE,
-	ST_BODY_FEED_END,
-	ST_CSIZE,
-	ST_CSIZE_WS,
-	ST_CEXT,
-	ST_CSIZE_LF,
-	ST_CDATA,
-	ST_CDATA_CR,
-	ST_CDATA_LF,
-	ST_CTRAIL_START,
-	ST_CTRAIL_LINE,
-	ST_CTRAIL_LF,
-	ST_CLOST, /* chunk framing lost: look for the last chunk */
-};
+#include "correlate/http_msg_int.h"
 
 enum {
 	CR_LINE, /* end of the start line */
 	CR_HEADER, /* end of a header line */
 	CR_HEAD, /* the empty line ending the head */
 };
-
-/* "\r\n0\r\n\r\n": the last chunk, as seen from the end of the previous one. */
-#define LAST_CHUNK 0x0d0a300d0a0d0aULL
-#define LAST_CHUNK_MASK 0xffffffffffffffULL
-#define LAST_CHUNK_LEN 7
 
 static const char http1[] = "HTTP/1.";
 
@@ -83,6 +50,7 @@ void rt_http_msg_init(struct rt_http_msg *m, enum rt_http_dir dir,
 	m->ops = ops;
 	m->w = w;
 	m->state = ST_IDLE;
+	m->body_tap = RT_HTTP_TAP_BODY;
 }
 
 static void reset_msg(struct rt_http_msg *m)
@@ -97,6 +65,7 @@ static void reset_msg(struct rt_http_msg *m)
 	m->head_bytes = 0;
 	m->remaining = 0;
 	m->window = 0;
+	m->body_tap = RT_HTTP_TAP_BODY;
 }
 
 void rt_http_msg_fini(struct rt_http_msg *m)
@@ -147,6 +116,10 @@ static void fail(struct rt_http_msg *m, int err)
 
 static void start_body(struct rt_http_msg *m, enum rt_http_body body, uint64_t length)
 {
+	if (m->tap && body != RT_HTTP_BODY_NONE) {
+		tap_flush(m);
+		m->tap(m->tap_ctx, NULL, 0, RT_HTTP_TAP_BODY_START);
+	}
 	switch (body) {
 	case RT_HTTP_BODY_LENGTH:
 		if (length) {
@@ -234,11 +207,6 @@ static void value_byte(struct rt_http_msg *m, uint8_t c)
 	m->s->value[m->value_len++] = (char)c;
 	if (c != ' ' && c != '\t')
 		m->value_trim = m->value_len;
-}
-
-static bool bad_value_byte(uint8_t c)
-{
-	return (c < 0x20 && c != '\t') || c == 0x7f;
 }
 
 static bool is_method_char(uint8_t c)
@@ -454,134 +422,6 @@ static void head_byte(struct rt_http_msg *m, uint8_t c)
 	}
 }
 
-static int hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static void chunk_size_done(struct rt_http_msg *m)
-{
-	m->head_bytes = 0;
-	m->state = m->remaining ? ST_CDATA : ST_CTRAIL_START;
-}
-
-static void chunk_byte(struct rt_http_msg *m, uint8_t c)
-{
-	int d;
-
-	if (m->state <= ST_CSIZE_LF && ++m->head_bytes > RT_HTTP_CHUNK_EXT_MAX) {
-		fail(m, RT_HTTP_ERR_MALFORMED);
-		return;
-	}
-	switch (m->state) {
-	case ST_CSIZE:
-		d = hexval(c);
-		if (d >= 0) {
-			/* leading zeros are fine; a 17th significant digit is not */
-			if (m->remaining >> 60) {
-				fail(m, RT_HTTP_ERR_MALFORMED);
-				return;
-			}
-			m->remaining = (m->remaining << 4) | (uint64_t)d;
-			m->digits = 1;
-			return;
-		}
-		if (!m->digits) {
-			fail(m, RT_HTTP_ERR_MALFORMED);
-			return;
-		}
-		/* fallthrough */
-	case ST_CSIZE_WS:
-		if (c == ' ' || c == '\t')
-			m->state = ST_CSIZE_WS;
-		else if (c == ';')
-			m->state = ST_CEXT;
-		else if (c == '\r')
-			m->state = ST_CSIZE_LF;
-		else if (c == '\n')
-			chunk_size_done(m);
-		else
-			fail(m, RT_HTTP_ERR_MALFORMED);
-		return;
-	case ST_CEXT:
-		if (c == '\r')
-			m->state = ST_CSIZE_LF;
-		else if (c == '\n')
-			chunk_size_done(m);
-		else if (bad_value_byte(c))
-			fail(m, RT_HTTP_ERR_MALFORMED);
-		return;
-	case ST_CSIZE_LF:
-		if (c == '\n')
-			chunk_size_done(m);
-		else
-			fail(m, RT_HTTP_ERR_MALFORMED);
-		return;
-	case ST_CDATA_CR:
-		if (c == '\r') {
-			m->state = ST_CDATA_LF;
-			return;
-		}
-		/* fallthrough */
-	case ST_CDATA_LF:
-		if (c == '\n') {
-			m->remaining = 0;
-			m->digits = 0;
-			m->state = ST_CSIZE;
-		} else {
-			fail(m, RT_HTTP_ERR_MALFORMED);
-		}
-		return;
-	case ST_CTRAIL_START:
-		if (c == '\r') {
-			m->state = ST_CTRAIL_LF;
-			return;
-		}
-		if (c == '\n') {
-			complete(m);
-			return;
-		}
-		m->state = ST_CTRAIL_LINE;
-		/* fallthrough */
-	case ST_CTRAIL_LINE:
-		/* trailers are skipped, within the head bound */
-		if (++m->head_bytes > RT_HTTP_HEAD_MAX)
-			fail(m, RT_HTTP_ERR_TOO_LARGE);
-		else if (c == '\n')
-			m->state = ST_CTRAIL_START;
-		return;
-	case ST_CTRAIL_LF:
-		if (c == '\n')
-			complete(m);
-		else
-			fail(m, RT_HTTP_ERR_MALFORMED);
-		return;
-	}
-}
-
-static size_t lost_chunked(struct rt_http_msg *m, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		m->window = (m->window << 8) | p[i];
-		if ((m->window & LAST_CHUNK_MASK) == LAST_CHUNK) {
-			/* pass on what precedes the last chunk, not the chunk itself */
-			if (i + 1 > LAST_CHUNK_LEN)
-				m->ops->data(m->w, p, i + 1 - LAST_CHUNK_LEN);
-			complete(m);
-			return i + 1;
-		}
-	}
-	/* up to 6 bytes of a last chunk split across feeds reach the sink: harmless */
-	m->ops->data(m->w, p, n);
-	return n;
-}
-
 static bool looks_like_start(const struct rt_http_msg *m, const uint8_t *p, size_t n)
 {
 	static const char *const methods[] = { "GET ",	 "POST ",    "PUT ",	 "DELETE ", "HEAD ",
@@ -600,8 +440,10 @@ static bool looks_like_start(const struct rt_http_msg *m, const uint8_t *p, size
 
 static size_t lost(struct rt_http_msg *m, const uint8_t *p, size_t n)
 {
-	if (!m->at_boundary)
+	if (!m->at_boundary) {
+		tap(m, p, n, RT_HTTP_TAP_MASK);
 		return n;
+	}
 	m->at_boundary = false;
 	if (looks_like_start(m, p, n)) {
 		m->state = ST_IDLE;
@@ -609,10 +451,41 @@ static size_t lost(struct rt_http_msg *m, const uint8_t *p, size_t n)
 	}
 	/* a TLS record (handshake or application data) where HTTP/1.x was expected */
 	if (n >= 3 && (p[0] == 0x16 || p[0] == 0x17) && p[1] == 0x03 && p[2] <= 0x04) {
+		tap(m, p, 3, RT_HTTP_TAP_KEEP);
 		m->state = ST_ERROR;
 		m->ops->error(m->w, RT_HTTP_ERR_TLS);
+		return n;
 	}
+	tap(m, p, n, RT_HTTP_TAP_MASK);
 	return n;
+}
+
+/* What a head or chunk-framing byte is to a tap, from the state about to consume it. */
+static uint8_t byte_class(const struct rt_http_msg *m, uint8_t c)
+{
+	if (bad_value_byte(c)) /* CR, LF, and what fails the parse */
+		return RT_HTTP_TAP_KEEP;
+	switch (m->state) {
+	case ST_IDLE:
+		/* a first byte that fails the parse fails it as an 'x' would */
+		return is_method_char(c) || c == 'H' ? RT_HTTP_TAP_KEEP : RT_HTTP_TAP_MASK;
+	case ST_HDR_START:
+	case ST_HDR_NAME:
+		/* after a gap in the head, a "name" may be body text: kept only if wanted */
+		return m->guess && rt_http_is_tchar(c) ? RT_HTTP_TAP_MASK : RT_HTTP_TAP_KEEP;
+	case ST_HDR_OWS:
+		if (c == ' ' || c == '\t')
+			return RT_HTTP_TAP_KEEP;
+		/* fallthrough */
+	case ST_HDR_VALUE:
+		return m->keep ? RT_HTTP_TAP_KEEP : RT_HTTP_TAP_MASK;
+	case ST_CEXT:
+	case ST_CTRAIL_START:
+	case ST_CTRAIL_LINE:
+		return RT_HTTP_TAP_MASK;
+	default:
+		return RT_HTTP_TAP_KEEP;
+	}
 }
 
 static size_t step(struct rt_http_msg *m, const uint8_t *p, size_t n)
@@ -624,16 +497,19 @@ static size_t step(struct rt_http_msg *m, const uint8_t *p, size_t n)
 	case ST_LOST:
 		return lost(m, p, n);
 	case ST_DRAIN:
+		tap(m, p, n, RT_HTTP_TAP_MASK);
 		return n;
 	case ST_SKIP_LINE:
 		lf = memchr(p, '\n', n);
-		if (!lf)
-			return n;
-		m->state = ST_HDR_START;
-		return (size_t)(lf - p) + 1;
+		take = lf ? (size_t)(lf - p) + 1 : n;
+		tap(m, p, take, RT_HTTP_TAP_MASK);
+		if (lf)
+			m->state = ST_HDR_START;
+		return take;
 	case ST_BODY_LENGTH:
 	case ST_CDATA:
 		take = n < m->remaining ? n : (size_t)m->remaining;
+		tap_body(m, p, take, m->state == ST_BODY_LENGTH && take == m->remaining);
 		m->remaining -= take;
 		m->ops->data(m->w, p, take);
 		if (!m->remaining) {
@@ -645,17 +521,27 @@ static size_t step(struct rt_http_msg *m, const uint8_t *p, size_t n)
 		return take;
 	case ST_BODY_CLOSE:
 	case ST_BODY_FEED_END:
+		tap_body(m, p, n, false);
 		m->ops->data(m->w, p, n);
 		return n;
 	case ST_CLOST:
-		return lost_chunked(m, p, n);
+		return rt_http_chunk_lost(m, p, n);
 	default:
 		break;
 	}
-	if (m->state >= ST_CSIZE)
-		chunk_byte(m, p[0]);
-	else
-		head_byte(m, p[0]);
+	tap(m, p, 1, byte_class(m, p[0]));
+	if (m->state >= ST_CSIZE) {
+		rt_http_chunk_byte(m, p[0]);
+		return 1;
+	}
+	if (m->state == ST_HDR_START)
+		m->name_at = p;
+	head_byte(m, p[0]);
+	/* a guessed head's names were masked: a wanted one is needed after all */
+	if (m->keep && m->guess && m->state == ST_HDR_OWS && m->name_at && p[0] == ':') {
+		tap(m, m->name_at, (size_t)(p - m->name_at), RT_HTTP_TAP_KEEP);
+		m->name_at = NULL;
+	}
 	return 1;
 }
 
@@ -683,10 +569,13 @@ int rt_http_msg_feed(struct rt_http_msg *m, const uint8_t *buf, size_t len)
 	if (m->state == ST_ERROR)
 		return -EPROTO;
 	m->nomem = false;
+	m->name_at = NULL; /* a name begun in an earlier feed is not re-tapped */
 	if (m->state == ST_LOST)
 		m->at_boundary = true;
 	while (i < len && m->state != ST_ERROR)
 		i += step(m, buf + i, len - i);
+	if (m->tap)
+		tap_flush(m);
 	if (m->state == ST_ERROR)
 		return -EPROTO;
 	feed_end(m);
@@ -790,4 +679,14 @@ void rt_http_msg_resync(struct rt_http_msg *m)
 		feed_end(m);
 	}
 	to_lost(m);
+}
+
+void rt_http_msg_fail(struct rt_http_msg *m, int err)
+{
+	fail(m, err);
+}
+
+void rt_http_msg_complete(struct rt_http_msg *m)
+{
+	complete(m);
 }

@@ -256,6 +256,13 @@ int rt_http_req_gap(struct rt_http_req_parser *p, uint64_t n, const struct rt_ht
 	return rt_http_msg_gap(&p->m, n);
 }
 
+void rt_http_req_set_tap(struct rt_http_req_parser *p, rt_http_tap_fn fn, void *ctx)
+{
+	p->m.tap = fn;
+	p->m.tap_ctx = ctx;
+	p->m.run_n = 0;
+}
+
 void rt_http_req_resync(struct rt_http_req_parser *p, const struct rt_http_req_cb *cb, void *ctx)
 {
 	p->cb = cb;

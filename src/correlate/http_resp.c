@@ -27,6 +27,7 @@ struct resp_msg {
 struct rt_http_resp_parser {
 	struct rt_http_msg m;
 	bool expect_head;
+	bool framing_only; /* tapped: bodies are framed, not decoded */
 	struct resp_msg *r;
 	const struct rt_http_resp_cb *cb;
 	void *ctx;
@@ -222,6 +223,11 @@ static int on_head_done(void *w, bool incomplete, enum rt_http_body *body, uint6
 		r->use_sse = info->sse;
 		r->use_json = !info->sse && info->json;
 	}
+	p->m.body_tap = r->use_sse  ? RT_HTTP_TAP_BODY_SSE :
+			r->use_json ? RT_HTTP_TAP_BODY_JSON :
+				      RT_HTTP_TAP_BODY;
+	if (p->framing_only)
+		r->use_sse = r->use_json = false;
 	if (p->cb->on_headers)
 		p->cb->on_headers(p->ctx, info);
 	return 0;
@@ -348,6 +354,14 @@ void rt_http_resp_eof(struct rt_http_resp_parser *p, const struct rt_http_resp_c
 	p->cb = cb;
 	p->ctx = ctx;
 	rt_http_msg_eof(&p->m);
+}
+
+void rt_http_resp_set_tap(struct rt_http_resp_parser *p, rt_http_tap_fn fn, void *ctx)
+{
+	p->m.tap = fn;
+	p->m.tap_ctx = ctx;
+	p->m.run_n = 0;
+	p->framing_only = fn != NULL;
 }
 
 void rt_http_resp_resync(struct rt_http_resp_parser *p, const struct rt_http_resp_cb *cb, void *ctx)

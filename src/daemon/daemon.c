@@ -95,7 +95,11 @@ int rt_daemon__intake(const struct rt_event_hdr *ev, void *ctx)
 	int err;
 
 	if (d->rec) {
-		err = rt_trace_writer__write(d->rec, ev);
+		/* docs/privacy.md: payloads are redacted unless --capture-bodies */
+		const struct rt_event_hdr *out =
+			d->redact ? rt_redactor__redact(d->redact, ev) : ev;
+
+		err = out ? rt_trace_writer__write(d->rec, out) : -EINVAL;
 		if (err == -EINVAL || err == -ERANGE) {
 			d->rec_errors++; /* a record the file format refuses: counted, skipped */
 		} else if (err) {
@@ -209,6 +213,14 @@ static void on_scan_timer(uv_timer_t *h)
 	for (i = 0; i < n && d->bpf; i++)
 		if (rt_procfs_find_lib(pids[i], MARKER_LIB, lib, sizeof(lib)) == 1)
 			rt_bpf_source__attach_markers(d->bpf, lib);
+	/* so may libcuda and libnccl (GPU uprobes, docs/gpu.md); a file is attached once */
+	for (i = 0; i < n && d->bpf; i++) {
+		static const char *const gpu_libs[] = { "libcuda.so", "libnccl.so" };
+
+		for (size_t k = 0; k < sizeof(gpu_libs) / sizeof(gpu_libs[0]); k++)
+			if (rt_procfs_find_lib(pids[i], gpu_libs[k], lib, sizeof(lib)) == 1)
+				rt_bpf_source__attach_gpu(d->bpf, lib);
+	}
 }
 
 static void on_stats_timer(uv_timer_t *h)
@@ -246,15 +258,29 @@ static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
 		if (err)
 			wlog("markers in %s: %s", lib, strerror(-err));
 	}
+	/* GPU uprobes on the libcuda and libnccl it maps (docs/gpu.md) */
+	{
+		static const char *const gpu_libs[] = { "libcuda.so", "libnccl.so" };
+
+		for (size_t k = 0; k < sizeof(gpu_libs) / sizeof(gpu_libs[0]); k++) {
+			if (rt_procfs_find_lib(pid, gpu_libs[k], lib, sizeof(lib)) != 1)
+				continue;
+			err = rt_bpf_source__attach_gpu(d->bpf, lib);
+			if (err)
+				wlog("GPU probes in %s: %s", lib, strerror(-err));
+		}
+	}
 	return 0;
 }
 
-static void target_remove(void *ctx, const struct rt_target *t, pid_t pid)
+static void target_remove(void *ctx, const struct rt_target *t, pid_t pid, bool left)
 {
 	struct rt_daemon *d = ctx;
 
-	(void)t;
 	rt_bpf_source__remove_pid(d->bpf, (__u32)pid);
+	/* it lives on, untraced (moved out of its cgroup): its requests cannot finish */
+	if (left)
+		target_record(d, t, pid, true, false);
 }
 
 static void on_signal(uv_signal_t *h, int sig)
@@ -273,9 +299,16 @@ int rt_daemon__record_start(struct rt_daemon *d, const char *path, uint64_t dura
 
 	if (d->rec)
 		return -EBUSY;
-	d->rec = rt_trace_writer__open(path, &wo);
-	if (!d->rec)
+	if (!d->o.capture_bodies && !(d->redact = rt_redactor__new(NULL)))
 		return -errno;
+	d->rec = rt_trace_writer__open(path, &wo);
+	if (!d->rec) {
+		int err = -errno;
+
+		rt_redactor__free(d->redact);
+		d->redact = NULL;
+		return err;
+	}
 	snprintf(d->rec_path, sizeof(d->rec_path), "%s", path);
 	d->rec_until_ns = duration_ns ? rt_now_ns() + duration_ns : 0;
 	/* a recording stands alone: name the sources, restate the targets */
@@ -289,7 +322,8 @@ int rt_daemon__record_start(struct rt_daemon *d, const char *path, uint64_t dura
 		for (int k = 0; k < n; k++)
 			target_record(d, t, pids[k], false, true);
 	}
-	ilog("recording to %s%s", path, duration_ns ? "" : " until stopped");
+	ilog("recording to %s%s%s", path, duration_ns ? "" : " until stopped",
+	     d->redact ? "" : ", payloads unredacted (--capture-bodies)");
 	return 0;
 }
 
@@ -305,6 +339,17 @@ void rt_daemon__record_stop(struct rt_daemon *d)
 	rt_trace_writer__stats(d->rec, &ws);
 	err = rt_trace_writer__close(d->rec);
 	d->rec = NULL;
+	if (d->redact) {
+		struct rt_redactor_stats rs;
+
+		rt_redactor__stats(d->redact, &rs);
+		ilog("recording %s: %llu socket records redacted, %llu masked whole (table full), "
+		     "%llu not HTTP/1.x",
+		     d->rec_path, (unsigned long long)rs.records, (unsigned long long)rs.no_slot,
+		     (unsigned long long)rs.unreadable);
+		rt_redactor__free(d->redact);
+		d->redact = NULL;
+	}
 	d->rec_until_ns = 0;
 	d->rec_client = NULL;
 	if (err)
@@ -398,6 +443,13 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 		rt_targets__add_port(d->targets, o->ports[i]);
 	for (i = 0; i < o->n_comms; i++)
 		rt_targets__add_comm(d->targets, o->comms[i]);
+	for (i = 0; i < o->n_cgroups; i++) {
+		err = rt_targets__add_cgroup(d->targets, o->cgroups[i]);
+		if (err) {
+			elog("--cgroup %s: %s", o->cgroups[i], strerror(-err));
+			goto cleanup;
+		}
+	}
 	rt_targets__scan(d->targets);
 
 	if (o->inject_path) {

@@ -16,6 +16,7 @@
 #include "correlate/span.h"
 #include "daemon/control.h"
 #include "daemon/targets.h"
+#include "export/redact.h"
 #include "export/rtrace_write.h"
 #include "merge/pipeline.h"
 #include "sources/inject_server.h"
@@ -40,9 +41,12 @@ struct rt_daemon_opts {
 	int n_ports;
 	const char *comms[RT_DAEMON_ARGS_MAX];
 	int n_comms;
+	const char *cgroups[RT_DAEMON_ARGS_MAX]; /* --cgroup, as given */
+	int n_cgroups;
 	const char *socket_path;
 	gid_t socket_group; /* (gid_t)-1: root only */
 	const char *record_path;
+	bool capture_bodies; /* recordings keep payloads unredacted */
 	const char *inject_path; /* NULL: no injection socket */
 	bool verbose;
 	uint32_t ring_bytes;
@@ -71,6 +75,7 @@ struct rt_daemon {
 
 	/* recording */
 	struct rt_trace_writer *rec;
+	struct rt_redactor *redact; /* NULL: payloads recorded as captured */
 	char rec_path[4096];
 	uint64_t rec_until_ns; /* 0: until stopped */
 	struct rt_ctl_client *rec_client; /* waiting for the end of a `record` */

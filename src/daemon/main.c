@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * reqtraced [--pid P]... [--port N]... [--comm NAME]... [--socket PATH]
- *           [--record FILE] [-v]
+ * reqtraced [--pid P]... [--port N]... [--comm NAME]... [--cgroup PATH]...
+ *           [--socket PATH] [--record FILE] [-v]
  *
  * Runs in the foreground; systemd (or the operator) manages it.
  */
@@ -16,14 +16,17 @@
 #include "common/dur.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
+#include "daemon/procfs.h"
 
 enum {
 	OPT_PID = 1000,
 	OPT_PORT,
 	OPT_COMM,
+	OPT_CGROUP,
 	OPT_SOCKET,
 	OPT_SOCKET_GROUP,
 	OPT_RECORD,
+	OPT_CAPTURE_BODIES,
 	OPT_INJECT,
 	OPT_NO_INJECT,
 	OPT_RING,
@@ -39,17 +42,24 @@ enum {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: reqtraced [--pid P]... [--port N]... [--comm NAME]... [--socket PATH]\n"
-		"                 [--record FILE] [-v]\n\n"
+		"usage: reqtraced [--pid P]... [--port N]... [--comm NAME]... [--cgroup PATH]...\n"
+		"                 [--socket PATH] [--record FILE] [-v]\n\n"
 		"Traces the requests of the target processes and serves spans on a control "
 		"socket.\n\n"
 		"  --pid P            trace process P and its descendants\n"
-		"  --port N           trace the process listening on TCP port N (found again when "
-		"it restarts)\n"
+		"  --port N           trace the process listening on TCP port N in any network\n"
+		"                     namespace (found again when it restarts)\n"
 		"  --comm NAME        trace every process whose command name is NAME\n"
+		"  --cgroup PATH      trace every process in cgroup PATH and below: a directory,\n"
+		"                     or relative to the cgroup v2 mount (system.slice/x.service)\n"
 		"  --socket PATH      control socket (default %s)\n"
 		"  --socket-group G   let members of group G use the control socket (mode 0660)\n"
-		"  --record FILE      record every raw event to FILE (.rtrace, mode 0600)\n"
+		"  --record FILE      record every raw event to FILE (.rtrace, mode 0600); socket\n"
+		"                     payloads are redacted (docs/privacy.md): framing and\n"
+		"                     whitelisted headers stay, prompts, completions, cookies\n"
+		"                     and credentials are masked\n"
+		"  --capture-bodies   record socket payloads as captured: recordings then\n"
+		"                     contain prompts, completions and credentials\n"
 		"  --inject-socket P  socket for libreqtrace_cupti.so in target processes (default "
 		"%s)\n"
 		"  --no-inject        no injection socket: CPU-side probes only\n"
@@ -90,9 +100,11 @@ int main(int argc, char **argv)
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "port", required_argument, NULL, OPT_PORT },
 		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "socket-group", required_argument, NULL, OPT_SOCKET_GROUP },
 		{ "record", required_argument, NULL, OPT_RECORD },
+		{ "capture-bodies", no_argument, NULL, OPT_CAPTURE_BODIES },
 		{ "inject-socket", required_argument, NULL, OPT_INJECT },
 		{ "no-inject", no_argument, NULL, OPT_NO_INJECT },
 		{ "ring-size", required_argument, NULL, OPT_RING },
@@ -113,6 +125,7 @@ int main(int argc, char **argv)
 	};
 	struct rt_daemon d;
 	unsigned long v;
+	char cgpath[RT_TARGET_CGROUP_LEN];
 	struct group *gr;
 	int c, err;
 
@@ -138,6 +151,17 @@ int main(int argc, char **argv)
 			}
 			o.comms[o.n_comms++] = optarg;
 			break;
+		case OPT_CGROUP:
+			if (o.n_cgroups >= RT_DAEMON_ARGS_MAX ||
+			    rt_procfs_cgroup_path(optarg, cgpath, sizeof(cgpath))) {
+				fprintf(stderr,
+					"reqtraced: --cgroup: '%s' is not a cgroup path (no "
+					"'..', under %d characters)\n",
+					optarg, RT_TARGET_CGROUP_LEN);
+				return 2;
+			}
+			o.cgroups[o.n_cgroups++] = optarg;
+			break;
 		case OPT_SOCKET:
 			o.socket_path = optarg;
 			break;
@@ -152,6 +176,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_RECORD:
 			o.record_path = optarg;
+			break;
+		case OPT_CAPTURE_BODIES:
+			o.capture_bodies = true;
 			break;
 		case OPT_INJECT:
 			o.inject_path = optarg;
@@ -210,8 +237,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "reqtraced: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (!o.n_pids && !o.n_ports && !o.n_comms)
-		wlog("no target given (--pid, --port, --comm): nothing will be traced");
+	if (!o.n_pids && !o.n_ports && !o.n_comms && !o.n_cgroups)
+		wlog("no target given (--pid, --port, --comm, --cgroup): nothing will be traced");
 
 	err = rt_daemon__init(&d, uv_default_loop(), &o);
 	if (err)

@@ -25,6 +25,8 @@
 
 #define REQUESTS_MAX 1000000u
 #define WORKERS_MAX 1024u
+#define HEADERS_MAX 16u
+#define HEADER_LEN_MAX 1024u
 
 struct ld_opts {
 	struct sockaddr_in addr;
@@ -45,6 +47,9 @@ struct ld_opts {
 	double abort_fraction;
 	unsigned max_inflight; /* open loop workers */
 	unsigned burst; /* open loop: requests sent together */
+	const char *headers[HEADERS_MAX]; /* extra request header lines, "Name: value" */
+	unsigned n_headers;
+	const char *prompt_text; /* the prompt, instead of prompt_chars of filler */
 };
 
 struct ld_run {
@@ -86,6 +91,8 @@ enum {
 	OPT_ABORT_FRACTION,
 	OPT_MAX_INFLIGHT,
 	OPT_BURST,
+	OPT_HEADER,
+	OPT_PROMPT_TEXT,
 	OPT_HELP,
 };
 
@@ -108,6 +115,8 @@ static const struct option long_opts[] = {
 	{ "abort-fraction", required_argument, NULL, OPT_ABORT_FRACTION },
 	{ "max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT },
 	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "header", required_argument, NULL, OPT_HEADER },
+	{ "prompt-text", required_argument, NULL, OPT_PROMPT_TEXT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ 0 },
 };
@@ -122,6 +131,7 @@ static void usage(FILE *f)
 		"                     [--id-prefix P] [--abort-after-events E [--abort-fraction "
 		"F]]\n"
 		"                     [--max-inflight M] [--burst B]\n"
+		"                     [--header 'Name: value']... [--prompt-text TEXT]\n"
 		"Loopback URLs only. Exits 1 when any request fails a check.\n");
 }
 
@@ -164,6 +174,19 @@ static int parse_url(const char *url, struct ld_opts *o)
 	if ((ntohl(o->addr.sin_addr.s_addr) >> 24) != 127)
 		return -EPERM;
 	return 0;
+}
+
+/* "Name: value": a token, a colon, no CR, LF or NUL (one header line). */
+static bool header_ok(const char *h)
+{
+	const char *colon = strchr(h, ':');
+
+	if (!colon || colon == h || strlen(h) > HEADER_LEN_MAX || strpbrk(h, "\r\n"))
+		return false;
+	for (const char *p = h; p < colon; p++)
+		if (*p <= 0x20 || *p >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", *p))
+			return false;
+	return true;
 }
 
 static bool parse_num(const char *s, double lo, double hi, double *v)
@@ -255,10 +278,13 @@ static void run_one(struct worker *w, unsigned idx)
 	tb_buf_init(&req, 1u << 24);
 	tb_buf_printf(&req,
 		      "POST %s HTTP/1.1\r\nHost: %s:%u\r\nContent-Type: application/json\r\n"
-		      "Accept: text/event-stream, application/json\r\nx-request-id: %s\r\n"
-		      "Content-Length: %zu\r\nConnection: %s\r\n\r\n%s",
-		      o->path, o->host, ntohs(o->addr.sin_port), res->id, strlen(run->prompt_json),
-		      last_on_conn ? "close" : "keep-alive", run->prompt_json);
+		      "Accept: text/event-stream, application/json\r\nx-request-id: %s\r\n",
+		      o->path, o->host, ntohs(o->addr.sin_port), res->id);
+	for (unsigned h = 0; h < o->n_headers; h++)
+		tb_buf_printf(&req, "%s\r\n", o->headers[h]);
+	tb_buf_printf(&req, "Content-Length: %zu\r\nConnection: %s\r\n\r\n%s",
+		      strlen(run->prompt_json), last_on_conn ? "close" : "keep-alive",
+		      run->prompt_json);
 	ld_resp_init(&rp, o->stream, res->id, o->max_tokens);
 again:
 	if (w->fd < 0 && (err = worker_connect(w))) {
@@ -486,6 +512,16 @@ static int parse_args(int argc, char **argv, struct ld_opts *o)
 				goto bad;
 			o->burst = (unsigned)v;
 			break;
+		case OPT_HEADER:
+			if (o->n_headers >= HEADERS_MAX || !header_ok(optarg))
+				goto bad;
+			o->headers[o->n_headers++] = optarg;
+			break;
+		case OPT_PROMPT_TEXT:
+			if (strlen(optarg) > 1u << 20)
+				goto bad;
+			o->prompt_text = optarg;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			exit(0);
@@ -529,11 +565,17 @@ static char *make_body(const struct ld_opts *o)
 	struct tb_buf b;
 	unsigned i;
 
-	tb_buf_init(&b, o->prompt_chars + 256u);
-	tb_buf_puts(&b, "{\"prompt\":\"");
-	for (i = 0; i < o->prompt_chars; i++)
-		tb_buf_add(&b, &text[i % (sizeof(text) - 1)], 1);
-	tb_buf_printf(&b, "\",\"stream\":%s", o->stream ? "true" : "false");
+	tb_buf_init(&b, o->prompt_chars + 256u + (o->prompt_text ? 6 * strlen(o->prompt_text) : 0));
+	tb_buf_puts(&b, "{\"prompt\":");
+	if (o->prompt_text) {
+		tb_buf_json_str(&b, o->prompt_text);
+	} else {
+		tb_buf_puts(&b, "\"");
+		for (i = 0; i < o->prompt_chars; i++)
+			tb_buf_add(&b, &text[i % (sizeof(text) - 1)], 1);
+		tb_buf_puts(&b, "\"");
+	}
+	tb_buf_printf(&b, ",\"stream\":%s", o->stream ? "true" : "false");
 	if (o->max_tokens > 0)
 		tb_buf_printf(&b, ",\"max_tokens\":%ld", o->max_tokens);
 	tb_buf_puts(&b, "}");
