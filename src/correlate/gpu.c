@@ -21,7 +21,9 @@
  *
  * CUPTI DRIVER records (corr_id != 0) describe the same calls as the
  * uprobes; counting both would double everything, so they are left to the
- * CUPTI stage, as are device records (kernel_ms and memcpy_ms).
+ * CUPTI stage (gpu_device.c), as are device records (kernel_ms and
+ * memcpy_ms): it joins them by correlation id and charges device time to
+ * the requests this file's owners() names for the DRIVER record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,7 @@ uint64_t rt_gpu_share(uint64_t q, uint32_t n, uint32_t i, uint32_t rest)
 void rt_gpu_stats(const struct rt_correlator *c, struct rt_gpu_stats *st)
 {
 	*st = c->gpu.st;
+	rt_gpu_device_stats(c, st);
 }
 
 /* ---- who a call is for ------------------------------------------------------ */
@@ -153,6 +156,17 @@ static struct rt_gpu_acc *acc_of(struct rt_req *r)
 	return r->gpu;
 }
 
+/* for gpu_device.c: the same owners and accumulators as the uprobe records */
+uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev, struct rt_req **out)
+{
+	return owners(c, ev, out);
+}
+
+struct rt_gpu_acc *rt_gpu_acc_of(struct rt_req *r)
+{
+	return acc_of(r);
+}
+
 /* ---- collectives awaiting a sync --------------------------------------------- */
 
 static bool legacy(uint64_t stream)
@@ -256,6 +270,7 @@ static void on_cuda(struct rt_correlator *c, const struct rt_ev_cuda_api *e)
 
 	if (e->corr_id) {
 		g->st.cupti_driver++;
+		rt_gpu_device_on_driver(c, e);
 		return;
 	}
 	if (e->api_class > RT_CUDA_WAIT_EVENT || e->copy_kind > RT_COPY_H2H ||
@@ -374,6 +389,7 @@ void rt_gpu_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev)
 		break;
 	default:
 		g->st.device++;
+		rt_gpu_device_on_event(c, ev);
 		break;
 	}
 }
@@ -391,6 +407,10 @@ void rt_gpu_finish(struct rt_correlator *c, struct rt_req *r)
 	r->span.gpu.d2h_bytes = a->d2h_bytes;
 	r->span.gpu.p2p_bytes = a->p2p_bytes;
 	r->span.gpu.sync_wait_ns = a->sync_wait_ns;
+	if (a->device) { /* else null: no device evidence (0 is a measurement) */
+		r->span.gpu.kernel_ns = a->kernel_ns;
+		r->span.gpu.memcpy_ns = a->memcpy_ns;
+	}
 }
 
 void rt_gpu_release(struct rt_req *r)

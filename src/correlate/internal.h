@@ -262,6 +262,23 @@ void rt_gpu_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
 /* r is ending: fill r->span.gpu (and comm wait) from what was attributed. */
 void rt_gpu_finish(struct rt_correlator *c, struct rt_req *r);
 void rt_gpu_release(struct rt_req *r);
+/*
+ * Who a GPU record on ev->tid of ev->pid is for, as docs/gpu.md's
+ * "Attribution" says (markers, I/O owners, engine set): live requests, at
+ * most RT_GPU_SHARE_MAX, into out. Returns the count.
+ */
+uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev, struct rt_req **out);
+/* r's GPU accumulator, made on first use; NULL (r flagged incomplete) without memory. */
+struct rt_gpu_acc *rt_gpu_acc_of(struct rt_req *r);
+
+/* gpu_device.c: CUPTI device records joined to requests through their DRIVER
+ * records by correlation id, and the GPU busy fraction per device. */
+/* A CUPTI DRIVER record (corr_id != 0): remembers whom the call was for. */
+void rt_gpu_device_on_driver(struct rt_correlator *c, const struct rt_ev_cuda_api *e);
+/* Any other CUPTI record (KERNEL, MEMCPY, MEMSET charge device time; the rest is counted). */
+void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
+/* Fills st->busy and st->n_busy (rt_gpu_stats). */
+void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st);
 
 /* finalize.c */
 void rt_span_finalize(struct rt_req *r);

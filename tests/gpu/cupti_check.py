@@ -3,7 +3,7 @@
 """Compares what libreqtrace_cupti.so recorded (a reqtraced --record .rtrace)
 with what cupti_bench measured itself, and prints the table run.sh ends with.
 
-usage: cupti_check.py RECORDING.rtrace BENCH.jsonl [SPANS.jsonl]
+usage: cupti_check.py RECORDING.rtrace BENCH.jsonl [SPANS.jsonl [STEPS.jsonl TRUTH.jsonl]]
 
 Checks (the issue's limits):
   kernel and copy durations vs CUDA events   within 5% or 10 us
@@ -12,9 +12,14 @@ Checks (the issue's limits):
   launch, and vs the BPF uprobe record of the same launch   within 50 us
   no CUPTI record arrives behind its source's watermark (none late)
   testbed (SPANS.jsonl): every span has device time, no more than its duration
+  testbed with its step log and truth (REQTRACE_TB_CUDA_TRUTH, --truth; run
+  with --markers): each request's kernel_ms = its steps' spin kernels (cost_ns)
+  split equally among each step's requests, within 1 ms or 3%; the kernel time
+  of all steps conserved in the spans within 3%; memcpy_ms present
 Exit status 0 when every check that could run passed.
 """
 import json
+import os
 import struct
 import sys
 
@@ -45,6 +50,34 @@ def read_rtrace(path):
 
 def within(measured_us, ref_us, pct=5.0, abs_us=10.0):
     return abs(measured_us - ref_us) <= max(ref_us * pct / 100.0, abs_us)
+
+
+def device_rows(row, spans, steps_path, truth_path):
+    """kernel_ms per request through the daemon vs the spin kernels of its steps."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "integration"))
+    import gpu_live  # noqa: E402  (its request -> steps mapping)
+    steps = [json.loads(l) for l in open(steps_path) if l.strip()]
+    truth = [json.loads(l) for l in open(truth_path) if l.strip()]
+    by_id = {s["request_id"]: s for s in spans}
+    per = gpu_live.steps_of([t for t in truth if t["request_id"] in by_id], steps)
+    bad, worst = [], 0.0
+    for rid, ss in per.items():
+        g = by_id[rid].get("gpu") or {}
+        want = sum(x["cost_ns"] / x["batch"] for x in ss) / 1e6
+        got = g.get("kernel_ms")
+        if got is None or g.get("memcpy_ms") is None:
+            bad.append(rid)
+            continue
+        worst = max(worst, abs(got - want))
+        if abs(got - want) > max(1.0, 0.03 * want):
+            bad.append(rid)
+    row("testbed: kernel_ms vs its steps' kernels", len(per), f"{worst:.3f} ms", "1 ms or 3%",
+        bool(per) and len(per) == len(truth) and not bad)
+    total = sum(x["cost_ns"] for x in steps) / 1e6
+    got = sum((s.get("gpu") or {}).get("kernel_ms") or 0 for s in spans)
+    row("testbed: kernel time conserved", len(steps), f"{got:.1f} of {total:.1f} ms", "3%",
+        bool(steps) and abs(got - total) <= 0.03 * total)
 
 
 def main():
@@ -147,6 +180,8 @@ def main():
         fits = all(s["gpu"]["kernel_ms"] <= s["duration_ms"] + 1 for s in with_gpu)
         row("testbed: requests with device time", len(spans),
             f"{len(with_gpu)} with kernel_ms", "all", bool(spans) and len(with_gpu) == len(spans) and fits)
+        if len(sys.argv) > 5:
+            device_rows(row, spans, sys.argv[4], sys.argv[5])
 
     w = [max(len(r[i]) for r in rows + [("check", "n", "worst", "limit", "result")]) for i in range(5)]
     print()

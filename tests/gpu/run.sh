@@ -10,8 +10,11 @@
 #   3. compares (tests/gpu/cupti_check.py): durations within 5% or 10 us of
 #      CUDA events, launch clocks within 50 us of the CPU side (and of the BPF
 #      uprobes when they recorded the launch);
-#   4. runs the testbed on its CUDA backend under the same daemon and checks
-#      that every request's span has device time (RT_GPU_SKIP_TESTBED=1 skips);
+#   4. runs the testbed on its CUDA backend (with markers) under the same daemon
+#      and checks each request's device time through the daemon: kernel_ms =
+#      its steps' spin kernels split equally among each step's requests
+#      (docs/gpu.md "Device time (CUPTI)") within 1 ms or 3%, memcpy_ms
+#      present, kernel time conserved (RT_GPU_SKIP_TESTBED=1 skips);
 #   4b. GPU uprobes (docs/gpu.md): the testbed's cuda backend under reqtraced
 #      without CUPTI; launches, copies, syncs and collectives of every step must
 #      be in the recording and in the spans (RT_GPU_SKIP_UPROBES=1 skips);
@@ -84,7 +87,9 @@ if [ "${RT_GPU_SKIP_TESTBED:-0}" != 1 ]; then
 	if [ -n "$testbed" ] && "$testbed" --help 2>&1 | grep -q cuda; then
 		start_daemon --port 18080
 		CUDA_INJECTION64_PATH=$lib REQTRACE_SOCKET=$inject \
-			"$testbed" --backend cuda --port 18080 >"$work/testbed.log" 2>&1 &
+			REQTRACE_TB_CUDA_TRUTH="$work/cupti-steps.jsonl" \
+			"$testbed" --backend cuda --markers --port 18080 \
+			--truth "$work/cupti-truth.jsonl" >"$work/testbed.log" 2>&1 &
 		testbed_pid=$!
 		sleep 8 # CUDA init, the daemon finding the port, the injection handshake
 		"$load" --url http://127.0.0.1:18080/v1/completions --concurrency 4 \
@@ -94,7 +99,7 @@ if [ "${RT_GPU_SKIP_TESTBED:-0}" != 1 ]; then
 		kill "$testbed_pid"
 		testbed_pid=
 		stop_daemon
-		spans=("$work/spans.jsonl")
+		spans=("$work/spans.jsonl" "$work/cupti-steps.jsonl" "$work/cupti-truth.jsonl")
 	else
 		echo "reqtrace-testbed has no cuda backend: that check fails (RT_GPU_SKIP_TESTBED=1 skips it)"
 		echo '{}' >"$work/spans.jsonl"
