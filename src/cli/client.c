@@ -40,7 +40,8 @@ static int connect_to(const char *path)
 static int write_all(int fd, const char *p, size_t n)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		/* a daemon that refuses us answers and closes first: no SIGPIPE */
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
 
 		if (w < 0) {
 			if (errno == EINTR)
@@ -70,6 +71,13 @@ int rt_client_call(const char *socket_path, const char *request, rt_line_fn fn, 
 	int fd, rc = RT_EXIT_FAIL;
 
 	fd = connect_to(socket_path);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		fprintf(stderr,
+			"reqtrace: %s: permission denied: the control socket is for root and "
+			"reqtraced's --socket-group\n",
+			socket_path);
+		return RT_EXIT_FAIL;
+	}
 	if (fd < 0) {
 		fprintf(stderr,
 			"reqtrace: cannot reach reqtraced at %s (%s); is the daemon running? "
@@ -77,7 +85,8 @@ int rt_client_call(const char *socket_path, const char *request, rt_line_fn fn, 
 			socket_path, strerror(errno));
 		return RT_EXIT_FAIL;
 	}
-	if (write_all(fd, request, strlen(request)) || write_all(fd, "\n", 1)) {
+	/* on EPIPE the daemon may have answered already (a refusal): read it */
+	if ((write_all(fd, request, strlen(request)) || write_all(fd, "\n", 1)) && errno != EPIPE) {
 		fprintf(stderr, "reqtrace: %s: %s\n", socket_path, strerror(errno));
 		goto out;
 	}

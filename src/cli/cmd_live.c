@@ -61,6 +61,33 @@ static void print_status(const cJSON *st)
 			printf("   %.0f connections unreadable: %.0f TLS, %.0f HTTP/2, %.0f "
 			       "other\n",
 			       tls + h2 + bad, tls, h2, bad);
+		v = cJSON_GetObjectItemCaseSensitive(t, "cgroup");
+		if (cJSON_IsString(v) && v->valuestring[0])
+			printf("  %-20s cgroup %s\n", "", v->valuestring);
+	}
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(st, "injected"))
+	{
+		const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
+		const cJSON *cst = cJSON_GetObjectItemCaseSensitive(t, "status");
+
+		printf("  injected pid %.0f (%s): CUPTI %s, %.0f records, %.0f lost\n",
+		       num(t, "pid"), cJSON_IsString(comm) ? comm->valuestring : "?",
+		       cJSON_IsString(cst) ? cst->valuestring : "?", num(t, "records"),
+		       num(t, "lost"));
+	}
+	v = cJSON_GetObjectItemCaseSensitive(st, "gpu");
+	if (cJSON_IsObject(v) && (num(v, "libraries") > 0 || num(v, "device_records") > 0)) {
+		printf("gpu: %.0f libraries probed (%.0f probes), %.0f calls (%.0f unattributed), "
+		       "%.0f device records (%.0f joined)\n",
+		       num(v, "libraries"), num(v, "probes"), num(v, "records"),
+		       num(v, "unattributed"), num(v, "device_records"), num(v, "device_joined"));
+		cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(v, "devices"))
+		{
+			printf("  pid %.0f device %.0f: busy %.1f%% over the last minute (%.0f "
+			       "kernels)\n",
+			       num(t, "pid"), num(t, "device"), num(t, "busy_fraction") * 100,
+			       num(t, "kernels"));
+		}
 	}
 	printf("sources:\n");
 	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(st, "sources"))

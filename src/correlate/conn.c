@@ -546,7 +546,24 @@ static void feed(struct rt_correlator *c, struct rt_conn *conn, const struct rt_
 		if (!conn->reqp && !(conn->reqp = rt_http_req__new()))
 			return;
 		if (conn->predates && !conn->resynced) {
-			/* joined mid-stream: wait for a feed that starts a request */
+			/*
+			 * Joined mid-stream (no ACCEPT seen: an accept() already
+			 * waiting when tracing began reports none). A TLS record or
+			 * the HTTP/2 preface in its first bytes still says what the
+			 * connection is; otherwise wait for a feed that starts a
+			 * request.
+			 */
+			static const char h2[] = "PRI * HTTP/2.0\r\n";
+
+			if (ev->head_len >= 3 && data[0] == 0x16 && data[1] == 0x03 &&
+			    data[2] <= 0x04) {
+				mark_unreadable(c, conn, RT_HTTP_ERR_TLS);
+				return;
+			}
+			if (ev->head_len >= sizeof(h2) - 1 && !memcmp(data, h2, sizeof(h2) - 1)) {
+				mark_unreadable(c, conn, RT_HTTP_ERR_HTTP2);
+				return;
+			}
 			rt_http_req_resync(conn->reqp, &req_cb, c);
 			conn->resynced = true;
 		}

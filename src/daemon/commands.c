@@ -11,6 +11,7 @@
 #include "common/dur.h"
 #include "common/jsonw.h"
 #include "common/log.h"
+#include "correlate/gpu.h"
 #include "daemon/daemon.h"
 #include "export/span_json.h"
 #include "sources/bpf_source.h"
@@ -96,6 +97,43 @@ static void status_inject(struct rt_daemon *d, struct rt_jsonw *w)
 	rt_jsonw_arr_close(w);
 }
 
+/* GPU work as the correlator saw it: probes, joins, and how busy each device was. */
+static void status_gpu(struct rt_daemon *d, const struct rt_bpf_stats *bs, struct rt_jsonw *w)
+{
+	struct rt_gpu_stats *gs = calloc(1, sizeof(*gs));
+	uint32_t i;
+
+	rt_jsonw_key(w, "gpu");
+	if (!gs) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_gpu_stats(rt_pipeline__correlator(d->pipe), gs);
+	rt_jsonw_obj_open(w);
+	key_u64(w, "libraries", bs->n_gpu_libs);
+	key_u64(w, "probes", bs->gpu_probes);
+	key_u64(w, "records", gs->records);
+	key_u64(w, "attributed", gs->attributed);
+	key_u64(w, "unattributed", gs->unattributed);
+	key_u64(w, "device_records", gs->dev_records);
+	key_u64(w, "device_joined", gs->dev_joined);
+	key_u64(w, "device_unmatched", gs->dev_unmatched + gs->dev_held_dropped);
+	rt_jsonw_key(w, "devices");
+	rt_jsonw_arr_open(w);
+	for (i = 0; i < gs->n_busy && i < RT_GPU_BUSY_DEVICES_MAX; i++) {
+		rt_jsonw_obj_open(w);
+		key_u64(w, "pid", gs->busy[i].pid);
+		key_u64(w, "device", gs->busy[i].device);
+		rt_jsonw_key(w, "busy_fraction");
+		rt_jsonw_num(w, gs->busy[i].fraction, 4);
+		key_u64(w, "kernels", gs->busy[i].kernels);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	rt_jsonw_obj_close(w);
+	free(gs);
+}
+
 static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 {
 	struct rt_bpf_stats *bs = calloc(1, sizeof(*bs));
@@ -149,6 +187,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_jsonw_obj_close(&w);
 	rt_jsonw_arr_close(&w);
 	status_inject(d, &w);
+	status_gpu(d, bs, &w);
 
 	/* every bounded stage and what it had to drop */
 	rt_jsonw_key(&w, "drops");
@@ -181,6 +220,8 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	}
 	key_u64(&w, "stalled_sources", d->stalled_sources);
 	key_u64(&w, "recording_errors", d->rec_errors);
+	key_u64(&w, "bpf_gpu_attach_failed", bs->gpu_attach_failed);
+	key_u64(&w, "bpf_gpu_calls_full", bs->gpu_calls_full);
 	rt_jsonw_obj_close(&w);
 
 	rt_jsonw_key(&w, "merge");
