@@ -73,9 +73,9 @@ int rt_client_call(const char *socket_path, const char *request, rt_line_fn fn, 
 	fd = connect_to(socket_path);
 	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
 		fprintf(stderr,
-			"reqtrace: %s: permission denied: the control socket is for root and "
-			"reqtraced's --socket-group\n",
-			socket_path);
+			"reqtrace: %s: %s (the control socket is for root and the group given "
+			"to reqtraced --socket-group)\n",
+			socket_path, strerror(errno));
 		return RT_EXIT_FAIL;
 	}
 	if (fd < 0) {

@@ -111,8 +111,9 @@ def main():
               "outsider past the mode: the daemon refuses with a message (%r)" % r.stdout.strip())
         r = as_user(outsider, sock + ["spans", "--json"])
         os.chmod(daemon.sock, 0o660)
-        check(r.returncode != 0 and not r.stdout.strip(),
-              "outsider past the mode: the CLI is served nothing (rc %d)" % r.returncode)
+        check(r.returncode == 1 and not r.stdout.strip() and "permission denied" in r.stderr,
+              "outsider past the mode: the CLI is served nothing and says why (rc %d, %r)"
+              % (r.returncode, r.stderr.strip()))
         uid_out = pwd.getpwnam(outsider).pw_uid
         check("control: refused pid" in daemon.log_text()
               and "uid %d" % uid_out in daemon.log_text(),
