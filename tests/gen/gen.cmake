@@ -38,3 +38,5 @@ rt_script_test(replay_fixtures LABEL unit TIMEOUT 120
 		${CMAKE_SOURCE_DIR}/tests/fixtures)
 rt_script_test(replay_sweep LABEL unit TIMEOUT 300
 	COMMAND ${CMAKE_CURRENT_LIST_DIR}/sweep_replay.sh ${CMAKE_BINARY_DIR} 6)
+rt_script_test(replay_cli LABEL unit TIMEOUT 60
+	COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/integration/replay_cli.py)
