@@ -86,6 +86,8 @@ static void *tokenizer_main(void *arg)
 	int tid = tb_gettid();
 	struct tb_req *r;
 
+	/* named so that spans and top say what each thread is (prctl, no fd) */
+	pthread_setname_np(pthread_self(), "tb-tokenizer");
 	for (;;) {
 		pthread_mutex_lock(&e->lock);
 		while (!stopping(e) && !e->tokq.head)
@@ -221,6 +223,7 @@ static void *step_main(void *arg)
 	uint32_t i, j, n;
 	uint64_t now;
 
+	pthread_setname_np(pthread_self(), "tb-engine");
 	while (!stopping(e)) {
 		n = admit(e);
 		if (stopping(e)) {
@@ -303,20 +306,11 @@ struct tb_engine *tb_engine__new(const struct tb_engine_opts *opts)
 	}
 	for (i = 0; i < e->k.tokenizer_threads; i++) {
 		err = -pthread_create(&e->tok_threads[i], NULL, tokenizer_main, e);
-		if (!err) {
-			char name[16];
-
-			/* named so that spans and top say what each thread is */
-			snprintf(name, sizeof(name), "tb-tok-%u", (unsigned)i % 1000u);
-			pthread_setname_np(e->tok_threads[i], name);
-		}
 		if (err)
 			goto cleanup;
 		e->n_tok++;
 	}
 	err = -pthread_create(&e->step_thread, NULL, step_main, e);
-	if (!err)
-		pthread_setname_np(e->step_thread, "tb-engine");
 	if (err)
 		goto cleanup;
 	e->step_started = true;

@@ -49,8 +49,13 @@ static void *handler_main(void *arg)
 	struct tb_server *s = ha->s;
 	uint32_t slot = ha->slot;
 	int fd, one = 1;
+	char name[16];
 
 	free(ha);
+	/* named from inside (prctl): naming another thread writes /proc, an fd
+	 * that could be mistaken for a connection's */
+	snprintf(name, sizeof(name), "tb-http-%u", (unsigned)slot % 10000u);
+	pthread_setname_np(pthread_self(), name);
 	while (!atomic_load(&s->stop)) {
 		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -132,12 +137,6 @@ struct tb_server *tb_server__new(const struct tb_server_opts *opts)
 		ha->s = s;
 		ha->slot = i;
 		err = -pthread_create(&s->handlers[i], NULL, handler_main, ha);
-		if (!err) {
-			char name[16];
-
-			snprintf(name, sizeof(name), "tb-http-%u", (unsigned)i % 10000u);
-			pthread_setname_np(s->handlers[i], name);
-		}
 		if (err) {
 			free(ha);
 			goto cleanup;

@@ -20,3 +20,9 @@ foreach(part keepalive big loss)
 endforeach()
 rt_script_test(live_twoproc LABEL root TIMEOUT 120
 	COMMAND ${RT_PYTHON3} ${rt_live}/live_twoproc.py)
+# Sub-millisecond comparisons and CPU shares: nothing else may run meanwhile
+# on a 2-core machine (a parallel unit test stealing a core shows up as
+# runqueue wait in exactly the numbers these tests check).
+set_tests_properties(live_fidelity_readwrite live_fidelity_vector live_fidelity_socket
+	live_fidelity_msg live_fidelity_split live_fidelity_markers live_fidelity_asyncio
+	live_scale_keepalive live_scale_big live_twoproc PROPERTIES RUN_SERIAL TRUE)
