@@ -5,8 +5,9 @@
 Interleaves runs of the same load against the testbed untraced and traced
 by reqtraced (--pid), and reports per pair the throughput ratio, plus the
 daemon's CPU time (utime + stime from /proc) per 1000 requests. The
-workload is deliberately CPU-bound (fast engine, small responses) so that
-tracing costs show in throughput.
+workload is small and fast (1 ms engine steps, 4 tokens per request); with
+--profile cpu the handlers also burn CPU per request so that both cores are
+saturated and every cycle tracing takes shows in throughput.
 
 usage (root): tests/bench/bench_live.py [BUILD_DIR] [--pairs N] [--requests N]
               [--concurrency C] [--markdown]
@@ -59,6 +60,9 @@ def main():
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--tokens", type=int, default=4)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--profile", default="engine", choices=("engine", "cpu"),
+                    help="engine: fast engine steps, the cores half idle; cpu: handler CPU "
+                         "stages that saturate both cores, so every traced cycle shows")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench_live: needs root (it loads BPF programs)")
@@ -66,6 +70,8 @@ def main():
              "--set", "max_batch=64", "--set", "decode_base_ms=1", "--set", "prefill_base_ms=1",
              "--set", "decode_ms_per_seq=0.02", "--set", "tokenize_base_ms=0.05",
              "--set", "max_wait_ms=1"]
+    if a.profile == "cpu":
+        knobs += ["--set", "read_ms=1", "--set", "postprocess_ms=1", "--set", "detokenize_ms=0.1"]
     tb, port = start_testbed(a.build, knobs)
     rows = []
     try:
