@@ -14,6 +14,16 @@
 
 #define LINE_MAX_BYTES (8u << 20)
 
+void rt_client_request(struct rt_jsonw *w, const char *cmd)
+{
+	rt_jsonw_init(w, 0);
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "v");
+	rt_jsonw_int(w, 1);
+	rt_jsonw_key(w, "cmd");
+	rt_jsonw_str_val(w, cmd);
+}
+
 static int connect_to(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };

@@ -5,6 +5,14 @@
 
 #include <stddef.h>
 
+#include "common/jsonw.h"
+
+/*
+ * Start a request line in w (initialised here): {"v":1,"cmd":CMD then the
+ * caller adds its fields and closes the object.
+ */
+void rt_client_request(struct rt_jsonw *w, const char *cmd);
+
 /* Called for each payload line (NUL-terminated, without newline). */
 typedef int (*rt_line_fn)(const char *line, size_t len, void *ctx);
 

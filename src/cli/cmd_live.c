@@ -246,12 +246,7 @@ int rt_cmd_spans(struct rt_cli *cli, int argc, char **argv)
 			"usage: reqtrace spans [--since DUR] [--slowest N] [--path P] [--json]\n");
 		return RT_EXIT_USAGE;
 	}
-	rt_jsonw_init(&w, 0);
-	rt_jsonw_obj_open(&w);
-	rt_jsonw_key(&w, "v");
-	rt_jsonw_int(&w, 1);
-	rt_jsonw_key(&w, "cmd");
-	rt_jsonw_str_val(&w, "spans");
+	rt_client_request(&w, "spans");
 	if (since) {
 		rt_jsonw_key(&w, "since");
 		rt_jsonw_uint(&w, since);
@@ -327,12 +322,7 @@ int rt_cmd_record(struct rt_cli *cli, int argc, char **argv)
 	}
 	strcat(abs, "/");
 	strcat(abs, base);
-	rt_jsonw_init(&w, 0);
-	rt_jsonw_obj_open(&w);
-	rt_jsonw_key(&w, "v");
-	rt_jsonw_int(&w, 1);
-	rt_jsonw_key(&w, "cmd");
-	rt_jsonw_str_val(&w, "record");
+	rt_client_request(&w, "record");
 	rt_jsonw_key(&w, "path");
 	rt_jsonw_str_val(&w, abs);
 	rt_jsonw_key(&w, "duration");

@@ -191,12 +191,7 @@ static int show_daemon(struct rt_cli *cli, const char *id, struct show *x)
 	struct rt_jsonw w;
 	int rc;
 
-	rt_jsonw_init(&w, 0);
-	rt_jsonw_obj_open(&w);
-	rt_jsonw_key(&w, "v");
-	rt_jsonw_int(&w, 1);
-	rt_jsonw_key(&w, "cmd");
-	rt_jsonw_str_val(&w, "show");
+	rt_client_request(&w, "show");
 	rt_jsonw_key(&w, "id");
 	rt_jsonw_str_val(&w, id);
 	rt_jsonw_obj_close(&w);

@@ -86,12 +86,7 @@ int rt_cli_fetch_spans(const char *socket_path, uint64_t since_ns, struct rt_spa
 	struct rt_jsonw w;
 	int rc;
 
-	rt_jsonw_init(&w, 0);
-	rt_jsonw_obj_open(&w);
-	rt_jsonw_key(&w, "v");
-	rt_jsonw_int(&w, 1);
-	rt_jsonw_key(&w, "cmd");
-	rt_jsonw_str_val(&w, "spans");
+	rt_client_request(&w, "spans");
 	if (since_ns) {
 		rt_jsonw_key(&w, "since");
 		rt_jsonw_uint(&w, since_ns);
