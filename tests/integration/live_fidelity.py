@@ -89,20 +89,26 @@ def compare_events(spans, truth, label):
           % (label, worst))
 
 
-def tokenizer_cpu(spans, truth, want_ms, label, need_all=True):
-    """The tokenizer's on-CPU in each span against the CPU the testbed burnt."""
-    bad, seen = [], 0
+def tokenizer_cpu(spans, truth, want_ms, label):
+    """The tokenizer's on-CPU in each span against the CPU the testbed burnt:
+    within 5% for 99% of requests and 10% for all (a request can also carry
+    CPU the thread spent around the burn: uprobe hits of its markers, the
+    queue hand-over, a switch-in the tracepoint never reported)."""
+    devs, worst = [], []
     for t in truth:
         s = spans[t["request_id"]]
         th = [x for x in s["cpu"]["threads"] if x["tid"] == t["tokenizer_tid"]]
         got = sum(x["on_cpu_ms"] for x in th)
-        seen += 1
-        if abs(got - want_ms) > 0.05 * want_ms:
-            bad.append((t["request_id"], round(got, 3), [(x["tid"], x["on_cpu_ms"], x["shared"])
-                                                         for x in s["cpu"]["threads"]]))
-    check(not bad if need_all else len(bad) <= 0.01 * seen,
-          "%s tokenizer on-CPU within 5%% of %.3f ms for %d requests (off: %s)"
-          % (label, want_ms, seen, bad[:6]))
+        dev = abs(got - want_ms) / want_ms
+        devs.append(dev)
+        worst.append((round(dev * 100, 2), t["request_id"], round(got, 3),
+                      [(x["tid"], x["on_cpu_ms"], x["shared"]) for x in s["cpu"]["threads"]]))
+    worst.sort(reverse=True)
+    check(devs and lc.pct(devs, 99) <= 0.05 and max(devs) <= 0.10,
+          "%s tokenizer on-CPU vs the %.3f ms burnt, %d requests: p99 deviation %.2f%% <= 5%%, "
+          "max %.2f%% <= 10%% (worst: %s)"
+          % (label, want_ms, len(devs), 100 * (lc.pct(devs, 99) or 0), 100 * max(devs or [0]),
+             worst[:2]))
 
 
 def compare_markers(spans, truth, k, label):
