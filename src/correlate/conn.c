@@ -603,10 +603,18 @@ static void feed(struct rt_correlator *c, struct rt_conn *conn, const struct rt_
 static void note_write(struct rt_correlator *c, struct rt_conn *conn, struct rt_thread *t,
 		       int64_t n)
 {
-	uint64_t owners[2];
-	uint64_t req = rt_cpu_owners(t, owners, 2) == 1 ? owners[0] : 0;
+	uint64_t owners[2], req = 0;
 
 	(void)c;
+	/*
+	 * Whose bytes these are: the writer's own request if it has one by
+	 * I/O (rules 3-4 may add requests it merely woke, such as a handler
+	 * waiting on the same lock), else its single owner by any rule.
+	 */
+	if (t->n_io == 1)
+		req = t->io[0];
+	else if (!t->n_io && rt_cpu_owners(t, owners, 2) == 1)
+		req = owners[0];
 	conn->sent += (uint64_t)n;
 	if (conn->n_carried && conn->carried[conn->n_carried - 1].req == req) {
 		conn->carried[conn->n_carried - 1].end = conn->sent;
