@@ -88,6 +88,9 @@ int BPF_PROG(rt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	e->cpu = bpf_get_smp_processor_id();
 	BPF_CORE_READ_INTO(&e->prev_comm, prev, comm);
 	BPF_CORE_READ_INTO(&e->next_comm, next, comm);
+	/* prev's was brought up to date by the switch (update_curr) */
+	e->prev_runtime_ns = BPF_CORE_READ(prev, se.sum_exec_runtime);
+	e->next_runtime_ns = BPF_CORE_READ(next, se.sum_exec_runtime);
 	RT_SUBMIT(e);
 	return 0;
 }

@@ -27,7 +27,7 @@
 
 #include "phase.h"
 
-#define RT_EVENT_VERSION 1
+#define RT_EVENT_VERSION 2 /* 2: sched_switch carries the tasks' runtimes */
 
 /* A record's size is a __u16; RT_EVENT_MAX bounds it further. */
 #define RT_EVENT_MAX 16384
@@ -123,6 +123,14 @@ struct rt_ev_sched_switch {
 	__u32 cpu;
 	char prev_comm[RT_COMM_LEN];
 	char next_comm[RT_COMM_LEN];
+	/*
+	 * The kernel's own count of each task's CPU time (se.sum_exec_runtime,
+	 * what CLOCK_THREAD_CPUTIME_ID reads), 0 when unknown. It leaves out
+	 * what the task's wall time on a CPU holds but the task did not get: a
+	 * hypervisor's steal and, with IRQ time accounting, interrupts.
+	 */
+	__u64 prev_runtime_ns;
+	__u64 next_runtime_ns;
 };
 
 /* hdr.pid/tid = the waker (current task); runs in the waker's context */

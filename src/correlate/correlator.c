@@ -284,6 +284,8 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 	} else if (ev->ts_ns > c->now) {
 		c->now = ev->ts_ns;
 	}
+	if (!late)
+		rt_cpu_on_own_record(c, ev);
 
 	switch (ev->kind) {
 	case RT_EV_SCHED_SWITCH:

@@ -59,6 +59,8 @@ struct rt_correlator_stats {
 	uint64_t invalid_events; /* too short for their kind */
 	uint64_t unattributed_cpu_ns;
 	uint64_t missed_switch_ins; /* a thread switched out that we never saw switch in */
+	/* time threads held a CPU without running (steal, interrupts): runqueue */
+	uint64_t not_run_ns;
 };
 
 struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts);

@@ -19,6 +19,14 @@
 
 #define RT_THREAD_OWNERS_MAX 32 /* persistent I/O owners of one thread */
 #define RT_THREAD_SERVED_MAX 256 /* requests an engine thread serves in one burst */
+/*
+ * A burst with less on-CPU time than this took a lock, it did no work: its
+ * hand-off carries over a wakeup that hands over nothing (docs/spans.md).
+ * Contended futex paths run for microseconds; work for a request, longer.
+ */
+#define RT_HANDOFF_BRIEF_NS 100000
+/* Below this, a stint's wall time over its runtime is clock noise (cpu.c). */
+#define RT_NOT_RUN_MIN_NS 50000
 #define RT_THREAD_MARK_MAX 8 /* concurrent exclusive marker owners */
 #define RT_REQ_TOUCHED_MAX 32 /* threads a request may need flushed */
 #define RT_REQ_GAPS_MAX 4096 /* inter-token gaps kept exactly */
@@ -104,6 +112,9 @@ struct rt_thread {
 	enum rt_run_state run;
 	uint64_t since; /* start of the current run state */
 	bool in_burst;
+	/* the current stint on a CPU: when it began and the kernel's runtime
+	 * count then, and that count when it last left a CPU (0: unknown) */
+	uint64_t oncpu_ns, runtime_in, runtime_out;
 
 	/* rule 2: persistent owners through I/O */
 	uint64_t io[RT_THREAD_OWNERS_MAX];
@@ -118,6 +129,10 @@ struct rt_thread {
 	bool in_step;
 	/* rule 3: the request handed over by the wakeup that began this burst */
 	uint64_t handoff;
+	/* on-CPU time of this burst; the hand-off of the last burst if it was
+	 * brief (a lock taken, not work done), for the next wakeup */
+	int64_t burst_on;
+	uint64_t brief_handoff;
 	/* rule 4: requests served in this burst, RT_THREAD_SERVED_MAX slots */
 	uint64_t *served;
 	uint32_t n_served;
@@ -229,6 +244,8 @@ struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t 
 void rt_thread_free(struct rt_correlator *c, struct rt_thread *t);
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev);
 void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *ev);
+/* A record the thread made itself (a syscall, a uprobe): it is on a CPU. */
+void rt_cpu_on_own_record(struct rt_correlator *c, const struct rt_event_hdr *ev);
 void rt_cpu_on_exit(struct rt_correlator *c, uint32_t tid, uint64_t ts);
 /* Charge time held for r up to ts (r is about to end). */
 void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts);

@@ -243,6 +243,8 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "lost_records", cs.lost_records);
 	key_u64(&w, "orphan_markers", cs.orphan_markers);
 	key_u64(&w, "missed_switch_ins", cs.missed_switch_ins);
+	rt_jsonw_key(&w, "not_run_ms");
+	rt_jsonw_ms(&w, (int64_t)cs.not_run_ns);
 	rt_jsonw_key(&w, "unattributed_cpu_ms");
 	rt_jsonw_ms(&w, (int64_t)cs.unattributed_cpu_ns);
 	rt_jsonw_obj_close(&w);

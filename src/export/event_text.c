@@ -37,9 +37,10 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 	case RT_EV_SCHED_SWITCH: {
 		const struct rt_ev_sched_switch *e = (const void *)ev;
 
-		fprintf(f, " %u/%u(%.16s) state=%u -> %u/%u(%.16s) cpu=%u", e->prev_pid,
-			e->prev_tid, e->prev_comm, e->prev_state, e->next_pid, e->next_tid,
-			e->next_comm, e->cpu);
+		fprintf(f, " %u/%u(%.16s) state=%u -> %u/%u(%.16s) cpu=%u runtime=%llu/%llu",
+			e->prev_pid, e->prev_tid, e->prev_comm, e->prev_state, e->next_pid,
+			e->next_tid, e->next_comm, e->cpu, (unsigned long long)e->prev_runtime_ns,
+			(unsigned long long)e->next_runtime_ns);
 		break;
 	}
 	case RT_EV_SCHED_WAKING: {

@@ -25,6 +25,7 @@ PHASES = ["receive", "queue", "tokenize", "prefill", "pre_first_token", "decode"
 TEXT_RE = re.compile(rb'"(?:text|content)":"((?:[^"\\]|\\.)*)"')
 TOL_NS = 1000  # equal splits round down to the ns on both sides
 NEVER = 1 << 64  # an instant after every other
+BRIEF_NS = 100000  # a handed burst shorter than this on CPU took a lock (RT_HANDOFF_BRIEF_NS)
 # rule 1: phases whose MARK_BEGIN claims the calling thread (the others wait, or are
 # engine work that step markers attribute)
 CLAIMS = {"receive", "tokenize", "pre_first_token", "postprocess", "other"}
@@ -305,6 +306,13 @@ class Check:
                 if len(own) == 1:
                     h = b["handoff"] = next(iter(own))
                     gain[h] = min(gain.get(h, NEVER), start)
+                elif k and th[tid]["bursts"][k - 1]["handoff"] is not None:
+                    # a brief handed burst (a lock taken) passes its hand-off on
+                    pb = th[tid]["bursts"][k - 1]
+                    on = sum(x1 - x0 for x0, x1, kind in pb["pieces"] if kind == "on")
+                    if on < BRIEF_NS and ends[pb["handoff"]] > start:
+                        h = b["handoff"] = pb["handoff"]
+                        gain[h] = min(gain.get(h, NEVER), start)
             for ts, target in b["wakes"]:
                 p = io_owners(target, ts)
                 if len(p) == 1:

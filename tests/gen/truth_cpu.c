@@ -17,6 +17,7 @@
 
 #define NEVER UINT64_MAX
 #define MAX_IV 512 /* rule 1 intervals per thread */
+#define BRIEF_NS 100000 /* a handed burst shorter on CPU took a lock (RT_HANDOFF_BRIEF_NS) */
 
 /* Rule 1 on one thread: a claim (one request) or an engine step (its members). */
 struct claim {
@@ -99,6 +100,18 @@ static int cmp_burst(const void *a, const void *b)
 	return x->th != y->th ? x->th - y->th : x->b - y->b;
 }
 
+/* On-CPU time of burst k of t. */
+static uint64_t on_cpu_of(const struct sim_thread *t, uint32_t k)
+{
+	uint64_t ns = 0;
+	size_t i;
+
+	for (i = 0; i < t->n_segs; i++)
+		if (t->segs[i].burst == k && t->segs[i].type == SIM_SEG_ONCPU)
+			ns += t->segs[i].t1 - t->segs[i].t0;
+	return ns;
+}
+
 /* Rules 2-4 for one burst; the waker's bursts (rule 3) are done already. */
 static void owners_of(struct cpu_ctx *x, int th, int k)
 {
@@ -128,6 +141,11 @@ static void owners_of(struct cpu_ctx *x, int th, int k)
 		if (one(m)) {
 			bo->handoff = __builtin_ctz(m);
 			gain(bo, bo->handoff, b->start);
+		} else if (k > 0 && (h = x->own[th][k - 1].handoff) >= 0 && x->end[h] > b->start &&
+			   on_cpu_of(s->threads[th], (uint32_t)(k - 1)) < BRIEF_NS) {
+			/* a brief handed burst (a lock taken) passes its hand-off on */
+			bo->handoff = h;
+			gain(bo, h, b->start);
 		}
 	}
 	/* rule 4: it wakes a thread whose rule-2 owners are exactly {R} then */

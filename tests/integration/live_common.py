@@ -52,6 +52,7 @@ class Daemon:
 
     def __init__(self, args, name="reqtraced", env=None):
         self.dir = tempfile.mkdtemp(prefix="rt-live-")
+        tb._tmpdirs.append(self.dir)  # removed by finish() unless a check failed
         self.sock = os.path.join(self.dir, "ctl.sock")
         self.err_path = os.path.join(self.dir, name + ".log")
         self.err = open(self.err_path, "w")
@@ -59,6 +60,10 @@ class Daemon:
         cmd = [REQTRACED, "--socket", self.sock] + list(args)
         if "--inject-socket" not in args and "--no-inject" not in args:
             cmd += ["--inject-socket", self.inject_sock]
+        # RT_LIVE_RECORD=1 keeps the raw events of a run for replay (a failed
+        # check keeps the directory)
+        if os.environ.get("RT_LIVE_RECORD") and "--record" not in args:
+            cmd += ["--record", os.path.join(self.dir, "events.rtrace")]
         log("start: " + " ".join(cmd))
         self.proc = subprocess.Popen(cmd, stdout=self.err, stderr=self.err,
                                      env=env or os.environ.copy())

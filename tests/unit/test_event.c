@@ -32,7 +32,7 @@ static void test_header_layout(void **state)
 static void test_body_sizes(void **state)
 {
 	(void)state;
-	SIZE_IS(struct rt_ev_sched_switch, 80);
+	SIZE_IS(struct rt_ev_sched_switch, 96);
 	SIZE_IS(struct rt_ev_sched_waking, 40);
 	SIZE_IS(struct rt_ev_task_new, 56);
 	SIZE_IS(struct rt_ev_proc_exec, 48);

@@ -100,7 +100,7 @@ static void test_header_faults(void **state)
 	ev->size = RT_EVENT_MAX + 8;
 	expect_fault(ev, 2, "above maximum");
 	ev->size = 72;
-	expect_fault(ev, 2, "below SCHED_SWITCH body size 80");
+	expect_fault(ev, 2, "below SCHED_SWITCH body size 96");
 	ev->size = 80;
 	ev->kind = 77;
 	expect_fault(ev, 0, "unknown kind 77");

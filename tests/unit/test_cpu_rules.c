@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * CPU attribution edge cases (src/correlate/cpu.c, docs/spans.md "CPU
+ * attribution") on synthetic scheduler and socket records fed to a real
+ * correlator:
+ *
+ * - a stint on a CPU longer than the CPU time the kernel counted for the
+ *   task (hypervisor steal, interrupts) is on-CPU only for what the task
+ *   ran; the rest is runqueue, and counted in the correlator's stats;
+ * - a hand-off survives a lock: a tokenizer handed a request that blocks
+ *   again at once (its mutex held by a third thread) still works for that
+ *   request when the lock's holder, who hands over nothing, wakes it; a
+ *   burst that did work does not pass its hand-off on;
+ * - a switch-in that never arrived is inferred from the thread's own
+ *   records or from the runtime it gained, not left as a long runqueue wait.
+ *
+ * The generator's fixtures (test_gen) cover the ordinary rules.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "correlate/correlator.h"
+#include "correlate/span.h"
+
+#define PID 100
+#define ENGINE 101
+#define HANDLER 102
+#define TOK 103
+#define US 1000ULL
+#define MS 1000000ULL
+#define T0 (1000 * MS)
+
+static struct rt_correlator *c;
+static struct rt_span spans[8];
+static int n_spans;
+
+static void on_span(const struct rt_span *s, void *ctx)
+{
+	(void)ctx;
+	assert_true(n_spans < 8);
+	spans[n_spans++] = *s;
+}
+
+static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t ts, uint32_t pid,
+		uint32_t tid)
+{
+	h->kind = kind;
+	h->size = size;
+	h->ts_ns = ts;
+	h->pid = pid;
+	h->tid = tid;
+}
+
+static int setup(void **state)
+{
+	struct rt_correlator_opts o = { .on_span = on_span };
+	struct rt_ev_target t = { 0 };
+
+	(void)state;
+	n_spans = 0;
+	c = rt_correlator__new(&o);
+	assert_non_null(c);
+	hdr(&t.hdr, RT_EV_TARGET, sizeof(t), T0, PID, 0);
+	t.group_id = 1;
+	snprintf(t.group, sizeof(t.group), "svc");
+	rt_correlator__event(c, &t.hdr, false);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	rt_correlator__free(c);
+	c = NULL;
+	return 0;
+}
+
+/* prev (0: idle) leaves the CPU for next (0: idle); runtimes 0 = unknown */
+static void sw(uint64_t ts, uint32_t prev, uint32_t state, uint64_t prev_rt, uint32_t next,
+	       uint64_t next_rt)
+{
+	struct rt_ev_sched_switch e = { 0 };
+
+	hdr(&e.hdr, RT_EV_SCHED_SWITCH, sizeof(e), ts, prev ? PID : 0, prev);
+	e.prev_pid = prev ? PID : 0;
+	e.prev_tid = prev;
+	e.next_pid = next ? PID : 0;
+	e.next_tid = next;
+	e.prev_state = state;
+	e.prev_runtime_ns = prev_rt;
+	e.next_runtime_ns = next_rt;
+	snprintf(e.prev_comm, sizeof(e.prev_comm), "t%u", prev);
+	snprintf(e.next_comm, sizeof(e.next_comm), "t%u", next);
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+static void wake(uint64_t ts, uint32_t waker, uint32_t target)
+{
+	struct rt_ev_sched_waking e = { 0 };
+
+	hdr(&e.hdr, RT_EV_SCHED_WAKING, sizeof(e), ts, waker ? PID : 0, waker);
+	e.target_pid = PID;
+	e.target_tid = target;
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+static void sock(uint16_t kind, uint64_t ts, const char *data)
+{
+	size_t len = strlen(data), size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
+	struct rt_ev_sock_io *e = calloc(1, size);
+
+	assert_non_null(e);
+	hdr(&e->hdr, kind, (uint16_t)size, ts, PID, HANDLER);
+	e->enter_ns = ts - US;
+	e->ret = (int64_t)len;
+	e->fd = 7;
+	e->syscall = kind == RT_EV_SOCK_RECV ? RT_SYS_READ : RT_SYS_WRITE;
+	e->head_len = (uint16_t)len;
+	e->local.family = e->peer.family = RT_AF_INET;
+	e->local.port = 8000;
+	e->peer.port = 40000;
+	memcpy(e->data, data, len);
+	rt_correlator__event(c, &e->hdr, false);
+	free(e);
+}
+
+/* The handler accepts and reads request "a" at T0 + 1 ms, then wakes TOK at +2 ms. */
+static void request_handed_to_tokenizer(void)
+{
+	struct rt_ev_sock_conn a = { 0 };
+
+	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), T0 + MS - 10 * US, PID, HANDLER);
+	a.enter_ns = a.hdr.ts_ns;
+	a.fd = a.ret = 7;
+	a.listen_fd = 3;
+	a.local.family = a.peer.family = RT_AF_INET;
+	a.local.port = 8000;
+	a.peer.port = 40000;
+	rt_correlator__event(c, &a.hdr, false);
+	sw(T0 + MS - 5 * US, 0, 0, 0, HANDLER, 1 * MS);
+	sock(RT_EV_SOCK_RECV, T0 + MS,
+	     "POST /v1/completions HTTP/1.1\r\nHost: x\r\nx-request-id: a\r\n"
+	     "Content-Length: 2\r\n\r\n{}");
+	wake(T0 + 2 * MS, HANDLER, TOK);
+	sw(T0 + 2 * MS + 5 * US, HANDLER, RT_TASK_BLOCKED, 2010 * US, 0, 0);
+}
+
+/* The handler answers at `ts` and the span comes out. */
+static const struct rt_span *respond(uint64_t ts)
+{
+	wake(ts - 20 * US, 0, HANDLER);
+	sw(ts - 10 * US, 0, 0, 0, HANDLER, 2010 * US);
+	sock(RT_EV_SOCK_SEND, ts, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	rt_correlator__finish(c);
+	assert_int_equal(n_spans, 1);
+	assert_string_equal(spans[0].request_id, "a");
+	return &spans[0];
+}
+
+static const struct rt_span_thread *thread_of(const struct rt_span *s, uint32_t tid)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->cpu.n_threads; i++)
+		if (s->cpu.threads[i].tid == tid)
+			return &s->cpu.threads[i];
+	return NULL;
+}
+
+static void test_steal_is_runqueue(void **state)
+{
+	const struct rt_span_thread *th;
+	struct rt_correlator_stats st;
+	const struct rt_span *s;
+
+	(void)state;
+	request_handed_to_tokenizer();
+	/* on a CPU for 10 ms by the switches, 8.7 ms by the kernel's count */
+	sw(T0 + 2 * MS + 10 * US, 0, 0, 0, TOK, 5 * MS);
+	sw(T0 + 12 * MS + 10 * US, TOK, RT_TASK_BLOCKED, 5 * MS + 8700 * US, 0, 0);
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.not_run_ns, 1300 * US);
+	s = respond(T0 + 20 * MS);
+	th = thread_of(s, TOK);
+	assert_non_null(th);
+	assert_int_equal(th->on_cpu_ns, 8700 * US);
+	/* 10 us from the wakeup to the switch-in, 1.3 ms not run */
+	assert_int_equal(th->runq_ns, 1310 * US);
+	assert_false(th->shared);
+}
+
+static void test_unknown_runtime_keeps_wall_time(void **state)
+{
+	const struct rt_span_thread *th;
+	struct rt_correlator_stats st;
+
+	(void)state;
+	request_handed_to_tokenizer();
+	/* a switch-in whose runtime is unknown (0): the stint is all on-CPU */
+	sw(T0 + 2 * MS + 10 * US, 0, 0, 0, TOK, 0);
+	sw(T0 + 12 * MS + 10 * US, TOK, RT_TASK_BLOCKED, 5 * MS, 0, 0);
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.not_run_ns, 0);
+	th = thread_of(respond(T0 + 20 * MS), TOK);
+	assert_non_null(th);
+	assert_int_equal(th->on_cpu_ns, 10 * MS);
+}
+
+static void mark(uint16_t kind, uint64_t ts, uint32_t tid, uint32_t phase)
+{
+	struct rt_ev_mark e = { 0 };
+
+	hdr(&e.hdr, kind, sizeof(e), ts, PID, tid);
+	e.phase = phase;
+	e.id_len = 1;
+	e.request_id[0] = 'a';
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+/* TOK was seen leaving a CPU once: its runtime then is known. */
+static void tokenizer_seen(void)
+{
+	sw(T0 + 100 * US, 0, 0, 0, TOK, 1 * MS);
+	sw(T0 + 200 * US, TOK, RT_TASK_BLOCKED, 1100 * US, 0, 0);
+}
+
+static void test_missed_switch_in_by_runtime(void **state)
+{
+	const struct rt_span_thread *th;
+	struct rt_correlator_stats st;
+
+	(void)state;
+	tokenizer_seen();
+	request_handed_to_tokenizer();
+	/* no switch-in; it leaves at +12 ms having run 8 ms: on from +4 ms */
+	sw(T0 + 12 * MS, TOK, RT_TASK_BLOCKED, 1100 * US + 8 * MS, 0, 0);
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.missed_switch_ins, 1);
+	th = thread_of(respond(T0 + 20 * MS), TOK);
+	assert_non_null(th);
+	assert_int_equal(th->on_cpu_ns, 8 * MS);
+	assert_int_equal(th->runq_ns, 2 * MS);
+}
+
+static void test_missed_switch_in_by_own_record(void **state)
+{
+	const struct rt_span_thread *th;
+	struct rt_correlator_stats st;
+
+	(void)state;
+	request_handed_to_tokenizer();
+	/* no switch-in, runtimes unknown: its tokenize marker at +3 ms says it runs */
+	mark(RT_EV_MARK_BEGIN, T0 + 3 * MS, TOK, RT_PHASE_TOKENIZE);
+	mark(RT_EV_MARK_END, T0 + 11 * MS, TOK, RT_PHASE_TOKENIZE);
+	sw(T0 + 11 * MS + 10 * US, TOK, RT_TASK_BLOCKED, 0, 0, 0);
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.missed_switch_ins, 1);
+	th = thread_of(respond(T0 + 20 * MS), TOK);
+	assert_non_null(th);
+	assert_int_equal(th->on_cpu_ns, 8 * MS + 10 * US);
+	assert_int_equal(th->runq_ns, 1 * MS);
+}
+
+/* TOK, handed "a", runs `first` then blocks; ENGINE releases the lock and wakes it. */
+static const struct rt_span_thread *lock_between(uint64_t first)
+{
+	uint64_t t = T0 + 2 * MS + 10 * US;
+
+	/* the engine is a thread we know, owning nothing */
+	sw(T0 + 500 * US, 0, 0, 0, ENGINE, 1);
+	sw(T0 + 600 * US, ENGINE, RT_TASK_BLOCKED, 1 + 100 * US, 0, 0);
+	request_handed_to_tokenizer();
+	sw(t, 0, 0, 0, TOK, 0);
+	sw(t + first, TOK, RT_TASK_BLOCKED, 0, 0, 0);
+	wake(t + first + 100 * US, 0, ENGINE);
+	sw(t + first + 110 * US, 0, 0, 0, ENGINE, 0);
+	wake(t + first + 120 * US, ENGINE, TOK);
+	sw(t + first + 130 * US, ENGINE, RT_TASK_BLOCKED, 0, TOK, 0);
+	sw(t + first + 130 * US + 8 * MS, TOK, RT_TASK_BLOCKED, 0, 0, 0);
+	return thread_of(respond(T0 + 30 * MS), TOK);
+}
+
+static void test_handoff_survives_a_lock(void **state)
+{
+	const struct rt_span_thread *th;
+
+	(void)state;
+	th = lock_between(10 * US);
+	assert_non_null(th);
+	/* both bursts: 10 us, then the 8 ms of work */
+	assert_int_equal(th->on_cpu_ns, 8 * MS + 10 * US);
+}
+
+static void test_work_done_ends_the_handoff(void **state)
+{
+	const struct rt_span_thread *th;
+	struct rt_correlator_stats st;
+
+	(void)state;
+	th = lock_between(2 * MS);
+	assert_non_null(th);
+	/* the first burst worked for "a"; who the second works for, nobody says */
+	assert_int_equal(th->on_cpu_ns, 2 * MS);
+	rt_correlator__stats(c, &st);
+	assert_true(st.unattributed_cpu_ns >= 8 * MS);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_steal_is_runqueue, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_runtime_keeps_wall_time, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_missed_switch_in_by_runtime, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missed_switch_in_by_own_record, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_handoff_survives_a_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_work_done_ends_the_handoff, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
