@@ -530,6 +530,20 @@ void rt_cpu_forget(struct rt_thread *t, uint64_t serial)
 	}
 }
 
+void rt_cpu_claim_begins(struct rt_correlator *c, struct rt_thread *t, uint64_t serial)
+{
+	/*
+	 * The thread has moved on to another request's work (a tokenizer
+	 * working through a backlog): the request that woke it no longer owns
+	 * what it does between claims. Seen: 0.5 ms of such gaps charged to the
+	 * first request of a backlog.
+	 */
+	if (!t->handoff || t->handoff == serial)
+		return;
+	flush(c, t);
+	t->handoff = 0;
+}
+
 void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts)
 {
 	uint32_t i;

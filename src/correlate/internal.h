@@ -244,6 +244,8 @@ struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t 
 void rt_thread_free(struct rt_correlator *c, struct rt_thread *t);
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev);
 void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *ev);
+/* Rule 1 claims t for serial (after accounting up to the claim). */
+void rt_cpu_claim_begins(struct rt_correlator *c, struct rt_thread *t, uint64_t serial);
 /* A record the thread made itself (a syscall, a uprobe): it is on a CPU. */
 void rt_cpu_on_own_record(struct rt_correlator *c, const struct rt_event_hdr *ev);
 void rt_cpu_on_exit(struct rt_correlator *c, uint32_t tid, uint64_t ts);

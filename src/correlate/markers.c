@@ -68,6 +68,7 @@ static void thread_claim(struct rt_correlator *c, struct rt_req *r, uint32_t pha
 	if (!t || r->frozen_ns)
 		return;
 	rt_cpu_account(c, t, ts);
+	rt_cpu_claim_begins(c, t, r->serial);
 	if (t->n_mark >= RT_THREAD_MARK_MAX) {
 		r->span.flags |= RT_SPAN_INCOMPLETE;
 		return;

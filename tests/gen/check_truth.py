@@ -286,7 +286,18 @@ class Check:
             return {i for i in range(n) if first_io.get((tid, i), NEVER) <= ts < ends[i]}
 
         th = self.timelines()
-        # rules 2-4 per burst, as {request: when the burst gained it}; wakers' bursts first
+        # claiming MARK_BEGINs per thread: (ts, request); one for another request
+        # ends the burst's hand-off there
+        claim_at = {}
+        for tb, _, t0, _, ph, rid in self.marker_intervals():
+            if PHASES[ph] in CLAIMS and rid in self.ids:
+                claim_at.setdefault(tb, []).append((t0, self.ids[rid]))
+
+        def owns_handoff(b, ts):
+            return b["handoff"] is not None and b["until"] > ts
+
+        # rules 2-4 per burst, as {request: when the burst gained it}, the hand-off
+        # apart (owned from the burst's start until "until"); wakers' bursts first
         for _, tid, k in sorted((b["start"], tid, k) for tid, s in th.items()
                                 for k, b in enumerate(s["bursts"])):
             b = th[tid]["bursts"][k]
@@ -296,23 +307,25 @@ class Check:
                 f = first_io.get((tid, i), NEVER)
                 if f <= end and ends[i] > start:
                     gain[i] = max(f, start)
-            b["handoff"] = None
+            b["handoff"], b["until"] = None, NEVER
             wb = (self.burst_at(th[b["waker"]], start)
                   if b["waker"] in th and not io_owners(tid, start) else None)
             if wb:
                 own = io_owners(b["waker"], start)
-                if wb["handoff"] is not None and ends[wb["handoff"]] > start:
+                if owns_handoff(wb, start) and ends[wb["handoff"]] > start:
                     own.add(wb["handoff"])
                 if len(own) == 1:
-                    h = b["handoff"] = next(iter(own))
-                    gain[h] = min(gain.get(h, NEVER), start)
+                    b["handoff"] = next(iter(own))
                 elif k and th[tid]["bursts"][k - 1]["handoff"] is not None:
                     # a brief handed burst (a lock taken) passes its hand-off on
                     pb = th[tid]["bursts"][k - 1]
                     on = sum(x1 - x0 for x0, x1, kind in pb["pieces"] if kind == "on")
-                    if on < BRIEF_NS and ends[pb["handoff"]] > start:
-                        h = b["handoff"] = pb["handoff"]
-                        gain[h] = min(gain.get(h, NEVER), start)
+                    if on < BRIEF_NS and ends[pb["handoff"]] > start and pb["until"] == NEVER:
+                        b["handoff"] = pb["handoff"]
+            if b["handoff"] is not None:
+                b["until"] = min([t0 for t0, i in claim_at.get(tid, [])
+                                  if start <= t0 <= end and i != b["handoff"] and ends[i] > t0],
+                                 default=NEVER)
             for ts, target in b["wakes"]:
                 p = io_owners(target, ts)
                 if len(p) == 1:
@@ -362,8 +375,9 @@ class Check:
                 # unmarked time: segments cut at the end_ns of the burst's owners, each
                 # charged to the owners it has at the segment's end
                 start, end = b["start"], NEVER if b["end"] is None else b["end"]
-                cuts = sorted({start, end} | {ends[i] for i in b["gain"]
-                                              if start < ends[i] < end})
+                own = set(b["gain"]) | ({b["handoff"]} if b["handoff"] is not None else set())
+                cuts = sorted({start, end} | {ends[i] for i in own if start < ends[i] < end} |
+                              ({b["until"]} if start < b["until"] < end else set()))
                 resid = {}
                 for p0, p1, kind in b["pieces"]:
                     for a, c in pieces(ivs, p0, p1):
@@ -375,8 +389,10 @@ class Check:
                             resid[(j, kind)] = resid.get((j, kind), 0) + c - a
                 for (j, kind), ns in sorted(resid.items()):
                     lo, hi = cuts[j], cuts[j + 1]
-                    charge({i for i, g in b["gain"].items() if g <= hi and ends[i] > lo},
-                           tid, kind, ns)
+                    m = {i for i, g in b["gain"].items() if g <= hi and ends[i] > lo}
+                    if owns_handoff(b, lo) and ends[b["handoff"]] > lo:
+                        m.add(b["handoff"])
+                    charge(m, tid, kind, ns)
             for t0, t1 in s["sleeps"]:
                 for a, c in pieces(ivs, t0, t1):
                     m, step = cover(ivs, a, c)

@@ -158,6 +158,25 @@ static const struct gen_scenario scenarios[] = {
 		.final_sys = RT_SYS_WRITEV,
 		.noise = 1,
 	},
+	{
+		.name = "backlog",
+		.desc = "three requests at once: the tokenizer works through them without sleeping",
+		.n_conns = 3,
+		.conn_at = { 1 * MS, 1 * MS + 20 * US, 1 * MS + 40 * US },
+		.n_reqs = 3,
+		.reqs = {
+			{ .conn = 0, .at_ns = 100 * US, .n_tokens = 4, .prompt_len = 2000,
+			  .stream = true, .with_id = true },
+			{ .conn = 1, .at_ns = 100 * US, .n_tokens = 4, .prompt_len = 1500,
+			  .stream = true, .with_id = true },
+			{ .conn = 2, .at_ns = 100 * US, .n_tokens = 4, .prompt_len = 1800,
+			  .stream = true, .with_id = true },
+		},
+		.recv_sys = RT_SYS_READ,
+		.send_sys = RT_SYS_WRITE,
+		.final_sys = RT_SYS_WRITE,
+		.noise = 0,
+	},
 };
 
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

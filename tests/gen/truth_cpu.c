@@ -28,9 +28,16 @@ struct claim {
 
 /* Rules 2-4 of one burst: when it gained each owner, NEVER: not an owner. */
 struct burst_own {
-	uint64_t gain[GEN_MAX_REQS];
-	int handoff; /* rule 3's request, -1: none */
+	uint64_t gain[GEN_MAX_REQS]; /* rules 2 and 4 */
+	int handoff; /* rule 3's request, -1: none; owned from the burst's start */
+	uint64_t handoff_until; /* a claim for another request on the thread, or NEVER */
 };
+
+/* Rule 3's request owns the burst's unmarked time over [a, b]. */
+static bool handoff_owns(const struct burst_own *bo, uint64_t a)
+{
+	return bo->handoff >= 0 && bo->handoff_until > a;
+}
 
 struct cpu_ctx {
 	struct gen_world *w;
@@ -123,6 +130,7 @@ static void owners_of(struct cpu_ctx *x, int th, int k)
 	int r, wb, h;
 
 	bo->handoff = -1;
+	bo->handoff_until = NEVER;
 	for (r = 0; r < GEN_MAX_REQS; r++)
 		bo->gain[r] = NEVER;
 	/* rule 2: held from before the burst, or from the I/O inside it */
@@ -136,17 +144,25 @@ static void owners_of(struct cpu_ctx *x, int th, int k)
 	    (wb = burst_at(s->threads[b->waker], b->start)) >= 0) {
 		m = io_owners(x, b->waker, b->start);
 		h = x->own[b->waker][wb].handoff;
-		if (h >= 0 && x->end[h] > b->start)
+		if (h >= 0 && x->end[h] > b->start && handoff_owns(&x->own[b->waker][wb], b->start))
 			m |= 1u << h;
 		if (one(m)) {
 			bo->handoff = __builtin_ctz(m);
-			gain(bo, bo->handoff, b->start);
 		} else if (k > 0 && (h = x->own[th][k - 1].handoff) >= 0 && x->end[h] > b->start &&
+			   x->own[th][k - 1].handoff_until == NEVER &&
 			   on_cpu_of(s->threads[th], (uint32_t)(k - 1)) < BRIEF_NS) {
 			/* a brief handed burst (a lock taken) passes its hand-off on */
 			bo->handoff = h;
-			gain(bo, h, b->start);
 		}
+	}
+	/* it ends where the thread is claimed for another request (rule 1) */
+	for (i = 0; bo->handoff >= 0 && i < (size_t)x->n_iv[th]; i++) {
+		const struct claim *cl = &x->iv[th][i];
+
+		if (!cl->step && cl->mask != 1u << bo->handoff && cl->t0 >= b->start &&
+		    cl->t0 <= b->end && (cl->mask & live_at(x, cl->t0)) &&
+		    cl->t0 < bo->handoff_until)
+			bo->handoff_until = cl->t0;
 	}
 	/* rule 4: it wakes a thread whose rule-2 owners are exactly {R} then */
 	for (i = 0; i < s->n_wakes; i++) {
@@ -298,9 +314,9 @@ static void charge(struct gen_cpu_truth *ct, int th, uint8_t type, uint64_t ns, 
  * the segment's end (gained by then, not ended at its start).
  */
 struct residual {
-	uint64_t cut[GEN_MAX_REQS + 2];
+	uint64_t cut[GEN_MAX_REQS + 3];
 	int n_cut;
-	uint64_t ns[GEN_MAX_REQS + 1][2]; /* [segment][on, runq] */
+	uint64_t ns[GEN_MAX_REQS + 2][2]; /* [segment][on, runq] */
 };
 
 static int cmp_u64(const void *a, const void *b)
@@ -318,8 +334,11 @@ static void residual_open(struct residual *rs, const struct cpu_ctx *x, const st
 	memset(rs, 0, sizeof(*rs));
 	rs->cut[rs->n_cut++] = b->start;
 	for (r = 0; r < x->n_reqs; r++)
-		if (bo->gain[r] != NEVER && x->end[r] > b->start && x->end[r] < b->end)
+		if ((bo->gain[r] != NEVER || r == bo->handoff) && x->end[r] > b->start &&
+		    x->end[r] < b->end)
 			rs->cut[rs->n_cut++] = x->end[r];
+	if (bo->handoff >= 0 && bo->handoff_until > b->start && bo->handoff_until < b->end)
+		rs->cut[rs->n_cut++] = bo->handoff_until;
 	rs->cut[rs->n_cut++] = b->end;
 	qsort(rs->cut, (size_t)rs->n_cut, sizeof(rs->cut[0]), cmp_u64);
 }
@@ -342,7 +361,9 @@ static void residual_charge(const struct residual *rs, const struct cpu_ctx *x,
 	for (j = 0; j + 1 < rs->n_cut; j++) {
 		owners = 0;
 		for (r = 0; r < x->n_reqs; r++)
-			if (bo->gain[r] <= rs->cut[j + 1] && x->end[r] > rs->cut[j])
+			if ((bo->gain[r] <= rs->cut[j + 1] ||
+			     (r == bo->handoff && handoff_owns(bo, rs->cut[j]))) &&
+			    x->end[r] > rs->cut[j])
 				owners |= 1u << r;
 		charge(ct, th, SIM_SEG_ONCPU, rs->ns[j][0], owners);
 		charge(ct, th, SIM_SEG_RUNQ, rs->ns[j][1], owners);

@@ -10,7 +10,8 @@
  * - a hand-off survives a lock: a tokenizer handed a request that blocks
  *   again at once (its mutex held by a third thread) still works for that
  *   request when the lock's holder, who hands over nothing, wakes it; a
- *   burst that did work does not pass its hand-off on;
+ *   burst that did work does not pass its hand-off on, and one that
+ *   begins another request's claimed work (a backlog) ends it;
  * - a switch-in that never arrived is inferred from the thread's own
  *   records or from the runtime it gained, not left as a long runqueue wait.
  *
@@ -111,43 +112,58 @@ static void wake(uint64_t ts, uint32_t waker, uint32_t target)
 	rt_correlator__event(c, &e.hdr, false);
 }
 
-static void sock(uint16_t kind, uint64_t ts, const char *data)
+/* I/O of `tid` on fd (the connection from port 40000 + fd) */
+static void sock_on(uint16_t kind, uint64_t ts, uint32_t tid, int fd, const char *data)
 {
 	size_t len = strlen(data), size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
 	struct rt_ev_sock_io *e = calloc(1, size);
 
 	assert_non_null(e);
-	hdr(&e->hdr, kind, (uint16_t)size, ts, PID, HANDLER);
+	hdr(&e->hdr, kind, (uint16_t)size, ts, PID, tid);
 	e->enter_ns = ts - US;
 	e->ret = (int64_t)len;
-	e->fd = 7;
+	e->fd = fd;
 	e->syscall = kind == RT_EV_SOCK_RECV ? RT_SYS_READ : RT_SYS_WRITE;
 	e->head_len = (uint16_t)len;
 	e->local.family = e->peer.family = RT_AF_INET;
 	e->local.port = 8000;
-	e->peer.port = 40000;
+	e->peer.port = (uint16_t)(40000 + fd);
 	memcpy(e->data, data, len);
 	rt_correlator__event(c, &e->hdr, false);
 	free(e);
 }
 
-/* The handler accepts and reads request "a" at T0 + 1 ms, then wakes TOK at +2 ms. */
-static void request_handed_to_tokenizer(void)
+static void sock(uint16_t kind, uint64_t ts, const char *data)
+{
+	sock_on(kind, ts, HANDLER, 7, data);
+}
+
+/* `tid` accepts fd and reads request `id` on it at ts. */
+static void request_on(uint64_t ts, uint32_t tid, int fd, const char *id)
 {
 	struct rt_ev_sock_conn a = { 0 };
+	char buf[256];
 
-	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), T0 + MS - 10 * US, PID, HANDLER);
+	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), ts - 10 * US, PID, tid);
 	a.enter_ns = a.hdr.ts_ns;
-	a.fd = a.ret = 7;
+	a.fd = a.ret = fd;
 	a.listen_fd = 3;
 	a.local.family = a.peer.family = RT_AF_INET;
 	a.local.port = 8000;
-	a.peer.port = 40000;
+	a.peer.port = (uint16_t)(40000 + fd);
 	rt_correlator__event(c, &a.hdr, false);
+	snprintf(buf, sizeof(buf),
+		 "POST /v1/completions HTTP/1.1\r\nHost: x\r\nx-request-id: %s\r\n"
+		 "Content-Length: 2\r\n\r\n{}",
+		 id);
+	sock_on(RT_EV_SOCK_RECV, ts, tid, fd, buf);
+}
+
+/* The handler accepts and reads request "a" at T0 + 1 ms, then wakes TOK at +2 ms. */
+static void request_handed_to_tokenizer(void)
+{
 	sw(T0 + MS - 5 * US, 0, 0, 0, HANDLER, 1 * MS);
-	sock(RT_EV_SOCK_RECV, T0 + MS,
-	     "POST /v1/completions HTTP/1.1\r\nHost: x\r\nx-request-id: a\r\n"
-	     "Content-Length: 2\r\n\r\n{}");
+	request_on(T0 + MS, HANDLER, 7, "a");
 	wake(T0 + 2 * MS, HANDLER, TOK);
 	sw(T0 + 2 * MS + 5 * US, HANDLER, RT_TASK_BLOCKED, 2010 * US, 0, 0);
 }
@@ -159,9 +175,9 @@ static const struct rt_span *respond(uint64_t ts)
 	sw(ts - 10 * US, 0, 0, 0, HANDLER, 2010 * US);
 	sock(RT_EV_SOCK_SEND, ts, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
 	rt_correlator__finish(c);
-	assert_int_equal(n_spans, 1);
-	assert_string_equal(spans[0].request_id, "a");
-	return &spans[0];
+	assert_true(n_spans >= 1);
+	assert_string_equal(spans[n_spans - 1].request_id, "a");
+	return &spans[n_spans - 1];
 }
 
 static const struct rt_span_thread *thread_of(const struct rt_span *s, uint32_t tid)
@@ -213,15 +229,54 @@ static void test_unknown_runtime_keeps_wall_time(void **state)
 	assert_int_equal(th->on_cpu_ns, 10 * MS);
 }
 
-static void mark(uint16_t kind, uint64_t ts, uint32_t tid, uint32_t phase)
+static void mark_for(uint16_t kind, uint64_t ts, uint32_t tid, uint32_t phase, char id)
 {
 	struct rt_ev_mark e = { 0 };
 
 	hdr(&e.hdr, kind, sizeof(e), ts, PID, tid);
 	e.phase = phase;
 	e.id_len = 1;
-	e.request_id[0] = 'a';
+	e.request_id[0] = id;
 	rt_correlator__event(c, &e.hdr, false);
+}
+
+static void mark(uint16_t kind, uint64_t ts, uint32_t tid, uint32_t phase)
+{
+	mark_for(kind, ts, tid, phase, 'a');
+}
+
+static void test_claim_for_another_ends_the_handoff(void **state)
+{
+	const struct rt_span_thread *th;
+	struct rt_correlator_stats st;
+	int i;
+
+	(void)state;
+	request_handed_to_tokenizer();
+	/* "b" waits in the tokenizer's queue: it works through both without sleeping */
+	request_on(T0 + 2500 * US, HANDLER + 10, 8, "b");
+	sw(T0 + 2 * MS + 10 * US, 0, 0, 0, TOK, 0);
+	mark_for(RT_EV_MARK_BEGIN, T0 + 2100 * US, TOK, RT_PHASE_TOKENIZE, 'a');
+	mark_for(RT_EV_MARK_END, T0 + 10100 * US, TOK, RT_PHASE_TOKENIZE, 'a');
+	mark_for(RT_EV_MARK_BEGIN, T0 + 10200 * US, TOK, RT_PHASE_TOKENIZE, 'b');
+	mark_for(RT_EV_MARK_END, T0 + 18200 * US, TOK, RT_PHASE_TOKENIZE, 'b');
+	sw(T0 + 18300 * US, TOK, RT_TASK_BLOCKED, 0, 0, 0);
+	sock_on(RT_EV_SOCK_SEND, T0 + 25 * MS, HANDLER + 10, 8,
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	rt_correlator__stats(c, &st);
+	/* the 100 us after b's work is neither a's nor b's */
+	assert_int_equal(st.unattributed_cpu_ns, 100 * US);
+	respond(T0 + 30 * MS);
+	assert_int_equal(n_spans, 2);
+	for (i = 0; i < n_spans; i++) {
+		th = thread_of(&spans[i], TOK);
+		assert_non_null(th);
+		if (spans[i].request_id[0] == 'a')
+			/* 90 us before its claim, 8 ms claimed, 100 us before b's claim */
+			assert_int_equal(th->on_cpu_ns, 8190 * US);
+		else
+			assert_int_equal(th->on_cpu_ns, 8 * MS);
+	}
 }
 
 /* TOK was seen leaving a CPU once: its runtime then is known. */
@@ -322,6 +377,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missed_switch_in_by_own_record, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_handoff_survives_a_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_for_another_ends_the_handoff, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_work_done_ends_the_handoff, setup, teardown),
 	};
 
