@@ -25,7 +25,10 @@ if(RT_HAVE_CUDA AND RT_WITH_BPF AND RT_PYTHON3 AND EXISTS ${RT_CUDA_ROOT}/includ
 			COMMAND ${RT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/cupti_live.py --mode ${mode}
 				--fakes ${CMAKE_BINARY_DIR}/tests/fake_cuda
 				--lib $<TARGET_FILE:reqtrace_cupti> --mock $<TARGET_FILE:rt_mock_cupti>)
-		set_tests_properties(cupti_live_${mode} PROPERTIES SKIP_RETURN_CODE 77)
+		# a library's retries and a daemon's stall timers on a 2-core machine:
+		# alone (cupti_live_refused failed once under ctest -j2, not since)
+		set_tests_properties(cupti_live_${mode} PROPERTIES SKIP_RETURN_CODE 77
+			RUN_SERIAL TRUE)
 	endforeach()
 endif()
 

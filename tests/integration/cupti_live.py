@@ -203,7 +203,7 @@ def run_refused(a):
         check(wait_injected(daemon, traced.pid) is not None, "the traced testbed is injected")
         # same library, same mock, same socket: only its target group differs
         outsider = testbed(env_for(a, d))
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20
         want = "inject: refused pid %d" % outsider.pid
         while time.monotonic() < deadline and want not in daemon.log_text():
             time.sleep(0.1)

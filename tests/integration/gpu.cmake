@@ -91,7 +91,9 @@ if(EXISTS ${RT_CUDA_ROOT}/include/cuda.h AND RT_NM AND RT_PYTHON3)
 			rt_script_test(gpu_live_${mode} LABEL root TIMEOUT 300
 				COMMAND ${RT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/gpu_live.py --mode ${mode}
 					--fakes ${rt_fake_out})
-			set_tests_properties(gpu_live_${mode} PROPERTIES SKIP_RETURN_CODE 77)
+			# timed waits next to uprobe hits: alone, like live_fidelity_*
+			set_tests_properties(gpu_live_${mode} PROPERTIES SKIP_RETURN_CODE 77
+				RUN_SERIAL TRUE)
 		endforeach()
 
 		# per-hit uprobe cost (a benchmark, not a test: it prints numbers)
