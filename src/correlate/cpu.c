@@ -294,6 +294,26 @@ static void not_run(struct rt_correlator *c, struct rt_thread *t, uint64_t ts, u
 	t->run = RT_RUN_RUNNABLE;
 }
 
+/*
+ * t comes back on a CPU with no wakeup recorded since it blocked. Seen: a
+ * tokenizer's mutex wait, where the holder's wakeup (sched_waking) came
+ * while the tokenizer was still on its CPU on its way to sleep; it then
+ * switched out "blocked" and was queued by that same wakeup, with no
+ * second one. Nothing new was handed over: the brief burst's hand-off
+ * goes on, as after a wakeup that hands over nothing (rule 3).
+ */
+static void resume_unwoken(struct rt_correlator *c, struct rt_thread *t)
+{
+	struct rt_req *req;
+	uint64_t brief = t->brief_handoff;
+
+	t->brief_handoff = 0;
+	if (t->n_io || !brief || !(req = rt_req_get(c, brief)) || req->frozen_ns)
+		return;
+	t->handoff = brief;
+	rt_req_touch(req, t->tid);
+}
+
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev)
 {
 	uint64_t ts = ev->hdr.ts_ns;
@@ -349,6 +369,8 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 			memcpy(t->comm, ev->next_comm, RT_COMM_LEN);
 			t->comm[RT_COMM_LEN - 1] = '\0';
 			rt_cpu_account(c, t, ts);
+			if (t->run == RT_RUN_BLOCKED)
+				resume_unwoken(c, t);
 			t->run = RT_RUN_ONCPU;
 			t->in_burst = true;
 			t->oncpu_ns = ts;

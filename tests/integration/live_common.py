@@ -61,7 +61,8 @@ class Daemon:
         if "--inject-socket" not in args and "--no-inject" not in args:
             cmd += ["--inject-socket", self.inject_sock]
         # RT_LIVE_RECORD=1 keeps the raw events of a run for replay (a failed
-        # check keeps the directory)
+        # check keeps the directory); a debugging aid: tests that start their
+        # own recording (privacy) fail with it
         if os.environ.get("RT_LIVE_RECORD") and "--record" not in args:
             cmd += ["--record", os.path.join(self.dir, "events.rtrace")]
         log("start: " + " ".join(cmd))

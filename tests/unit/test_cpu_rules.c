@@ -11,7 +11,9 @@
  *   again at once (its mutex held by a third thread) still works for that
  *   request when the lock's holder, who hands over nothing, wakes it; a
  *   burst that did work does not pass its hand-off on, and one that
- *   begins another request's claimed work (a backlog) ends it;
+ *   begins another request's claimed work (a backlog) ends it; a wakeup
+ *   that races the thread's sleep (recorded while it is still on its CPU,
+ *   no second one before it runs again) keeps it too;
  * - a switch-in that never arrived is inferred from the thread's own
  *   records or from the runtime it gained, not left as a long runqueue wait.
  *
@@ -353,6 +355,25 @@ static void test_handoff_survives_a_lock(void **state)
 	assert_int_equal(th->on_cpu_ns, 8 * MS + 10 * US);
 }
 
+static void test_wakeup_racing_its_sleep(void **state)
+{
+	const struct rt_span_thread *th;
+	uint64_t t = T0 + 2 * MS + 10 * US;
+
+	(void)state;
+	request_handed_to_tokenizer();
+	sw(t, 0, 0, 0, TOK, 0);
+	/* the mutex's holder wakes it while it is still on its CPU going to sleep */
+	wake(t + 10 * US, HANDLER, TOK);
+	sw(t + 12 * US, TOK, RT_TASK_BLOCKED, 0, 0, 0);
+	/* queued by that wakeup: back with no second one, and does the work */
+	sw(t + 40 * US, 0, 0, 0, TOK, 0);
+	sw(t + 40 * US + 8 * MS, TOK, RT_TASK_BLOCKED, 0, 0, 0);
+	th = thread_of(respond(T0 + 30 * MS), TOK);
+	assert_non_null(th);
+	assert_int_equal(th->on_cpu_ns, 8 * MS + 12 * US);
+}
+
 static void test_work_done_ends_the_handoff(void **state)
 {
 	const struct rt_span_thread *th;
@@ -377,6 +398,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missed_switch_in_by_own_record, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_handoff_survives_a_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wakeup_racing_its_sleep, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_for_another_ends_the_handoff, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_work_done_ends_the_handoff, setup, teardown),
