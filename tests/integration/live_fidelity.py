@@ -89,17 +89,27 @@ def compare_events(spans, truth, label):
           % (label, worst))
 
 
-def tokenizer_cpu(spans, truth, want_ms, label):
+def tokenizer_cpu(spans, truth, want_ms, label, before_burn=False):
     """The tokenizer's on-CPU in each span against the CPU the testbed burnt:
     within 5% for 99% of requests and 10% for all (a request can also carry
     CPU the thread spent around the burn: uprobe hits of its markers, the
-    queue hand-over, a switch-in the tracepoint never reported)."""
+    queue hand-over, a switch-in the tracepoint never reported).
+
+    before_burn (zero-code): the span also owns what the tokenizer ran from
+    its hand-off to the burn's start, which the truth does not stamp. The
+    kernel charges interrupt work to whatever thread is on the CPU (seen: 0.9
+    ms of runtime between the wakeup and the burn), so the truth is the
+    interval [burnt, burnt + (tokenize_start_ns - received_ns)] and the
+    deviation is the distance from it."""
     devs, worst = [], []
     for t in truth:
         s = spans[t["request_id"]]
         th = [x for x in s["cpu"]["threads"] if x["tid"] == t["tokenizer_tid"]]
         got = sum(x["on_cpu_ms"] for x in th)
-        dev = abs(got - want_ms) / want_ms
+        hi = want_ms
+        if before_burn:
+            hi += (t["tokenize_start_ns"] - t["received_ns"]) / MS
+        dev = max(want_ms - got, got - hi, 0) / want_ms
         devs.append(dev)
         worst.append((round(dev * 100, 2), t["request_id"], round(got, 3),
                       [(x["tid"], x["on_cpu_ms"], x["shared"]) for x in s["cpu"]["threads"]]))
@@ -258,7 +268,7 @@ def main():
                 check(len(ol_truth) == 40 and ol_ids <= set(got),
                       "%s open-loop: 40 spans and truths" % label)
                 tokenizer_cpu(got, [t for t in ol_truth if t["request_id"] in got], tok_ms,
-                              label + " zero-code open loop")
+                              label + " zero-code open loop", before_burn=True)
             bad_src = [s["request_id"] for s in spans.values()
                        if not a.markers and s["phase_source"].get("queue")]
             check(not bad_src, "%s zero-code spans give no queue/tokenize split" % label)
