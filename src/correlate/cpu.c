@@ -270,8 +270,9 @@ static void end_burst(struct rt_correlator *c, struct rt_thread *t)
  * the task: a hypervisor stole the virtual CPU, or (IRQ time accounting)
  * interrupts ran on it. Seen here: 1.3 ms in a 9.5 ms burn. The task
  * waited, runnable, for its CPU back: that time is runqueue, not on-CPU,
- * taken from the stint's last piece (where in the stint it fell is not
- * known; the stint's total is exact). The two clocks disagree by tens of
+ * taken from the stint's last piece and at most that piece (where in the
+ * stint it fell is not known, and earlier pieces are charged already: a
+ * loss inside a long marker claim stays on-CPU there). The two clocks disagree by tens of
  * microseconds either way on any stint (steal is charged to the runtime
  * clock lazily): below RT_NOT_RUN_MIN_NS that is noise, not a finding.
  */
