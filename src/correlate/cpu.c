@@ -295,6 +295,27 @@ static void not_run(struct rt_correlator *c, struct rt_thread *t, uint64_t ts, u
 	t->run = RT_RUN_RUNNABLE;
 }
 
+/* Rule 3: t's burst works for request `serial`, if that is still live. */
+static void hand_over(struct rt_correlator *c, struct rt_thread *t, uint64_t serial)
+{
+	struct rt_req *req = serial ? rt_req_get(c, serial) : NULL;
+
+	if (!req || req->frozen_ns)
+		return;
+	t->handoff = serial;
+	rt_req_touch(req, t->tid);
+}
+
+/* A switch-in went unrecorded: t is on a CPU from ts, its runtime then unknown. */
+static void on_cpu_unseen(struct rt_correlator *c, struct rt_thread *t, uint64_t ts)
+{
+	c->st.missed_switch_ins++;
+	t->run = RT_RUN_ONCPU;
+	t->in_burst = true;
+	t->oncpu_ns = ts;
+	t->runtime_in = 0;
+}
+
 /*
  * t comes back on a CPU with no wakeup recorded since it blocked. Seen: a
  * tokenizer's mutex wait, where the holder's wakeup (sched_waking) came
@@ -305,14 +326,11 @@ static void not_run(struct rt_correlator *c, struct rt_thread *t, uint64_t ts, u
  */
 static void resume_unwoken(struct rt_correlator *c, struct rt_thread *t)
 {
-	struct rt_req *req;
 	uint64_t brief = t->brief_handoff;
 
 	t->brief_handoff = 0;
-	if (t->n_io || !brief || !(req = rt_req_get(c, brief)) || req->frozen_ns)
-		return;
-	t->handoff = brief;
-	rt_req_touch(req, t->tid);
+	if (!t->n_io)
+		hand_over(c, t, brief);
 }
 
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev)
@@ -342,16 +360,13 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 				 */
 				uint64_t on = cpu_last, ran;
 
-				c->st.missed_switch_ins++;
 				if (t->runtime_out && ev->prev_runtime_ns >= t->runtime_out) {
 					ran = ev->prev_runtime_ns - t->runtime_out;
 					on = ran < ts - t->since ? ts - ran : t->since;
 				}
 				if (on > t->since && on < ts)
 					rt_cpu_account(c, t, on);
-				t->run = RT_RUN_ONCPU;
-				t->in_burst = true;
-				t->runtime_in = 0;
+				on_cpu_unseen(c, t, t->since);
 			}
 			not_run(c, t, ts, ev->prev_runtime_ns);
 			rt_cpu_account(c, t, ts);
@@ -471,10 +486,7 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	 */
 	if (!r_w && !t->n_io)
 		r_w = brief;
-	if (r_w && (req = rt_req_get(c, r_w)) && !req->frozen_ns) {
-		t->handoff = r_w;
-		rt_req_touch(req, t->tid);
-	}
+	hand_over(c, t, r_w);
 }
 
 void rt_cpu_on_own_record(struct rt_correlator *c, const struct rt_event_hdr *ev)
@@ -510,12 +522,8 @@ void rt_cpu_on_own_record(struct rt_correlator *c, const struct rt_event_hdr *ev
 	 * the runqueue until its switch-out would turn a whole burn into a
 	 * wait: it is on CPU from its first record on.
 	 */
-	c->st.missed_switch_ins++;
 	rt_cpu_account(c, t, ev->ts_ns);
-	t->run = RT_RUN_ONCPU;
-	t->in_burst = true;
-	t->oncpu_ns = ev->ts_ns;
-	t->runtime_in = 0;
+	on_cpu_unseen(c, t, ev->ts_ns);
 }
 
 void rt_cpu_on_exit(struct rt_correlator *c, uint32_t tid, uint64_t ts)
