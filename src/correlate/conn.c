@@ -14,10 +14,6 @@
 
 #include "correlate/internal.h"
 
-/* Linux's default ip_local_port_range starts here: a side using a port at
- * or above it is most likely the client of the connection. */
-#define EPHEMERAL_PORT_MIN 32768
-
 static uint64_t conn_key(uint32_t pid, int32_t fd)
 {
 	return ((uint64_t)pid << 32) | (uint32_t)fd;
@@ -55,12 +51,14 @@ static void describe(struct rt_conn *conn, const struct rt_sock_addr *client,
 	snprintf(conn->desc, sizeof(conn->desc), "%s->%s", a, b);
 }
 
-static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t fd)
+static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t fd, bool predates)
 {
+	struct rt_stream_opts so = { .predates = predates };
 	struct rt_conn *conn = calloc(1, sizeof(*conn));
 
 	if (!conn)
 		return NULL;
+	rt_stream_init(&conn->stream, &so);
 	conn->serial = ++c->next_serial;
 	conn->pid = pid;
 	conn->fd = fd;
@@ -110,6 +108,7 @@ static void abort_all(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts
 		if ((r = rt_req_get(c, conn->fifo[i])))
 			rt_req_end(c, r, ts, outcome);
 	conn->n_fifo = 0;
+	rt_stream_abort(&conn->stream);
 	if (conn->receiving && (r = rt_req_get(c, conn->receiving)))
 		rt_req_end(c, r, ts, outcome);
 	conn->receiving = 0;
@@ -121,8 +120,7 @@ void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn)
 		return;
 	if (conn->end_key && rt_hmap_get(&c->ends, conn->end_key) == conn)
 		rt_hmap_del(&c->ends, conn->end_key);
-	rt_http_req__free(conn->reqp);
-	rt_http_resp__free(conn->respp);
+	rt_stream_fini(&conn->stream);
 	free(conn);
 }
 
@@ -231,7 +229,7 @@ void rt_conn_on_accept(struct rt_correlator *c, const struct rt_ev_sock_conn *ev
 	conn = rt_hmap_get(&c->conns, conn_key(ev->hdr.pid, ev->fd));
 	if (conn) /* we missed its close: the fd was reused */
 		conn_close(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);
-	conn = conn_new(c, ev->hdr.pid, ev->fd);
+	conn = conn_new(c, ev->hdr.pid, ev->fd, false);
 	if (!conn)
 		return;
 	conn->outbound = outbound;
@@ -419,7 +417,6 @@ static void resp_on_headers(void *ctx, const struct rt_http_resp_info *info)
 		return; /* interim: the real status follows */
 	r->span.status = info->status;
 	r->span.streamed = info->sse;
-	c->cur_conn->resp_close_delimited = info->close_delimited;
 	add_reported(r, info->reported, info->n_reported);
 }
 
@@ -493,6 +490,11 @@ static const struct rt_http_resp_cb resp_cb = {
 	.on_error = resp_on_error,
 };
 
+static const struct rt_stream_ops stream_ops = {
+	.req = &req_cb,
+	.resp = &resp_cb,
+};
+
 /* ---- socket records ---------------------------------------------------- */
 
 static bool looks_like_http_request(const uint8_t *p, size_t n)
@@ -517,13 +519,10 @@ static struct rt_conn *conn_for_io(struct rt_correlator *c, const struct rt_ev_s
 	if (conn)
 		return conn;
 	/* first sight of a connection opened before tracing started */
-	conn = conn_new(c, ev->hdr.pid, ev->fd);
+	conn = conn_new(c, ev->hdr.pid, ev->fd, true);
 	if (!conn)
 		return NULL;
-	conn->predates = true;
-	if (ev->local.port >= EPHEMERAL_PORT_MIN && ev->peer.port < EPHEMERAL_PORT_MIN &&
-	    ev->local.family != RT_AF_UNIX)
-		conn->outbound = true;
+	conn->outbound = rt_stream_guess_outbound(&ev->local, &ev->peer);
 	if (conn->outbound)
 		describe(conn, &ev->local, &ev->peer);
 	else
@@ -532,71 +531,6 @@ static struct rt_conn *conn_for_io(struct rt_correlator *c, const struct rt_ev_s
 	conn->peer = ev->peer;
 	pair(c, conn);
 	return conn;
-}
-
-static void feed(struct rt_correlator *c, struct rt_conn *conn, const struct rt_ev_sock_io *ev,
-		 bool recv)
-{
-	const uint8_t *data = ev->data;
-	uint64_t ret = (uint64_t)ev->ret;
-	uint64_t gap =
-		ret > (uint64_t)ev->head_len + ev->tail_len ? ret - ev->head_len - ev->tail_len : 0;
-
-	if (recv) {
-		if (!conn->reqp && !(conn->reqp = rt_http_req__new()))
-			return;
-		if (conn->predates && !conn->resynced) {
-			/*
-			 * Joined mid-stream (no ACCEPT seen: an accept() already
-			 * waiting when tracing began reports none). A TLS record or
-			 * the HTTP/2 preface in its first bytes still says what the
-			 * connection is; otherwise wait for a feed that starts a
-			 * request.
-			 */
-			static const char h2[] = "PRI * HTTP/2.0\r\n";
-
-			if (ev->head_len >= 3 && data[0] == 0x16 && data[1] == 0x03 &&
-			    data[2] <= 0x04) {
-				mark_unreadable(c, conn, RT_HTTP_ERR_TLS);
-				return;
-			}
-			if (ev->head_len >= sizeof(h2) - 1 && !memcmp(data, h2, sizeof(h2) - 1)) {
-				mark_unreadable(c, conn, RT_HTTP_ERR_HTTP2);
-				return;
-			}
-			rt_http_req_resync(conn->reqp, &req_cb, c);
-			conn->resynced = true;
-		}
-		if (rt_http_req_feed(conn->reqp, data, ev->head_len, &req_cb, c) == 0) {
-			if (gap)
-				rt_http_req_gap(conn->reqp, gap, &req_cb, c);
-			/* after a gap the tail is fed even when empty: the parser
-			 * may end there a message whose framing the gap hid */
-			if ((gap || ev->tail_len) && !conn->unreadable)
-				rt_http_req_feed(conn->reqp, data + ev->head_len, ev->tail_len,
-						 &req_cb, c);
-		}
-	} else {
-		if (!conn->respp && !(conn->respp = rt_http_resp__new()))
-			return;
-		if (!conn->responding && conn->n_fifo) {
-			struct rt_req *next = rt_req_get(c, conn->fifo[0]);
-
-			rt_http_resp_expect_head(conn->respp,
-						 next && !strcmp(next->span.method, "HEAD"));
-		}
-		if (conn->predates && !conn->resp_resynced) {
-			rt_http_resp_resync(conn->respp, &resp_cb, c);
-			conn->resp_resynced = true;
-		}
-		if (rt_http_resp_feed(conn->respp, data, ev->head_len, &resp_cb, c) == 0) {
-			if (gap)
-				rt_http_resp_gap(conn->respp, gap, &resp_cb, c);
-			if ((gap || ev->tail_len) && !conn->unreadable)
-				rt_http_resp_feed(conn->respp, data + ev->head_len, ev->tail_len,
-						  &resp_cb, c);
-		}
-	}
 }
 
 /* Note whose work a write carries (any connection: its other end may pair later). */
@@ -664,11 +598,6 @@ static void internal_read(struct rt_correlator *c, struct rt_conn *conn, struct 
 	}
 }
 
-static bool is_abort_errno(int64_t ret)
-{
-	return ret == -EPIPE || ret == -ECONNRESET || ret == -ECONNABORTED || ret == -ETIMEDOUT;
-}
-
 void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 {
 	bool recv = ev->hdr.kind == RT_EV_SOCK_RECV;
@@ -718,7 +647,7 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 		return;
 	}
 	if (ev->ret < 0) {
-		if (is_abort_errno(ev->ret))
+		if (rt_stream_abort_errno(ev->ret))
 			abort_all(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);
 		return;
 	}
@@ -740,7 +669,8 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 		if (serial && (r = rt_req_get(c, serial)))
 			rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
 	}
-	feed(c, conn, ev, recv);
+	/* an inbound connection: the client's bytes are requests */
+	rt_stream_feed(&conn->stream, recv ? RT_STREAM_REQ : RT_STREAM_RESP, ev, &stream_ops, c);
 	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
 		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
 	/* a read that completed requests: the reader worked for each of them */
@@ -764,12 +694,11 @@ void rt_conn_on_close(struct rt_correlator *c, const struct rt_ev_sock_close *ev
 		return;
 	if (ev->hdr.kind == RT_EV_SOCK_SHUTDOWN)
 		return; /* half-close: the connection may still carry a response */
-	if (conn->respp && conn->responding && conn->resp_close_delimited) {
+	if (conn->responding) {
 		c->cur_conn = conn;
 		c->cur_enter = ev->enter_ns;
 		c->cur_exit = ev->hdr.ts_ns;
-		/* the server's close is how a close-delimited response ends */
-		rt_http_resp_eof(conn->respp, &resp_cb, c);
+		rt_stream_eof(&conn->stream, &stream_ops, c);
 		c->cur_conn = NULL;
 	}
 	conn_close(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);

@@ -14,7 +14,7 @@
 #include "common/hmap.h"
 #include "correlate/correlator.h"
 #include "correlate/gpu.h"
-#include "correlate/http.h"
+#include "proto/stream.h"
 #include "correlate/span.h"
 
 #define RT_THREAD_OWNERS_MAX 32 /* persistent I/O owners of one thread */
@@ -31,7 +31,7 @@
 #define RT_REQ_TOUCHED_MAX 32 /* threads a request may need flushed */
 #define RT_REQ_GAPS_MAX 4096 /* inter-token gaps kept exactly */
 #define RT_REQ_MARK_IV_MAX 32 /* marker intervals kept per request */
-#define RT_CONN_FIFO_MAX 16 /* pipelined requests awaiting responses */
+#define RT_CONN_FIFO_MAX RT_STREAM_FIFO_MAX /* pipelined requests awaiting responses */
 #define RT_CORR_CPUS_MAX 4096 /* switch records of CPUs beyond are not used for gap repair */
 #define RT_CONN_CARRIED_MAX 32 /* writes in flight on an internal hop */
 #define RT_STEP_MEMBERS_MAX 256 /* = RT_MARK_STEP_MAX in reqtrace/marker.h */
@@ -152,16 +152,12 @@ struct rt_conn {
 	int32_t fd;
 	bool outbound; /* we connect()ed: a peer, not a client */
 	bool unreadable; /* parser gave up: TLS, HTTP/2, garbage */
-	bool predates; /* accepted before tracing: resynchronise on request starts */
-	bool resynced, resp_resynced;
-	bool resp_close_delimited;
 	bool comm_peer; /* outbound, not HTTP: waits on it are comm wait */
 	bool peer_kind_known;
 	uint64_t peer_closed_ns; /* the client's read side returned 0 */
 	char desc[RT_SPAN_CONN_MAX];
 	uint32_t seq; /* requests seen */
-	struct rt_http_req_parser *reqp;
-	struct rt_http_resp_parser *respp;
+	struct rt_stream stream; /* the HTTP parsers, fed through the stream driver */
 	uint64_t receiving; /* request being read, 0: none */
 	uint64_t fifo[RT_CONN_FIFO_MAX]; /* read, awaiting response, oldest first */
 	uint32_t n_fifo;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Recording redactor (redact.h): connections, directions, and the bytes of
- * one syscall fed to the parsers exactly as the correlator feeds them
- * (src/correlate/conn.c, feed()), so that the engine's tap classifies the
- * bytes replay will parse, in the state replay will parse them in.
+ * one syscall fed through the same stream driver as the correlator's
+ * (src/proto/stream.h), so that the engine's tap classifies the bytes
+ * replay will parse, in the state replay will parse them in.
  *
- * Every byte of a feed starts out masked; the tap then copies back what the
- * engine reports as framing, and the body masker (redact_body.c) writes
- * bodies. A byte the engine never reports (an unparseable stream) stays
- * masked: the default is to keep nothing.
+ * Every byte of a payload starts out masked; the tap then copies back what
+ * the engine reports as framing, and the body masker (redact_body.c) writes
+ * bodies. A byte the engine never reports (an unparseable stream, a tail
+ * the driver did not feed) stays masked: the default is to keep nothing.
  */
 #include "export/redact.h"
 
@@ -18,38 +18,27 @@
 
 #include "common/event_check.h"
 #include "common/hmap.h"
-#include "correlate/http_int.h"
+#include "proto/stream.h"
 #include "export/redact_int.h"
 
-#define FIFO_MAX 16 /* as RT_CONN_FIFO_MAX: pipelined requests awaiting responses */
-#define EPHEMERAL_PORT_MIN 32768 /* as conn.c: guesses who opened a connection */
-#define FEED_MAX (RT_SOCK_HEAD_MAX > RT_SOCK_TAIL_MAX ? RT_SOCK_HEAD_MAX : RT_SOCK_TAIL_MAX)
+#define PAYLOAD_MAX (RT_SOCK_HEAD_MAX + RT_SOCK_TAIL_MAX)
 
 struct conn {
 	uint64_t first_ns; /* the first record's time */
 	uint32_t pid;
 	bool outbound; /* we connected: requests go out, responses come in */
-	bool predates; /* first seen mid-stream: wait for a message start */
-	bool req_resynced, resp_resynced;
-	bool unreadable; /* not HTTP/1.x: the correlator stops parsing it, we mask it */
-	bool responding; /* a response began and did not end */
-	bool req_head; /* the request being read is a HEAD */
-	uint8_t n_fifo;
-	uint16_t fifo_head; /* bit i: the i-th request awaiting a response is a HEAD */
-	struct rt_http_req_parser *req;
-	struct rt_http_resp_parser *resp;
+	struct rt_stream stream; /* unreadable (not HTTP/1.x): masked whole */
 	struct rt_body_mask req_body, resp_body;
 };
 
 struct rt_redactor {
 	struct rt_hmap conns;
 	struct rt_redactor_stats st;
-	/* the feed being redacted */
-	struct conn *cur;
+	/* the payload being redacted: its bytes, and their redacted form */
 	struct rt_body_mask *body;
-	const uint8_t *feed;
-	size_t feed_len;
-	uint8_t out[FEED_MAX];
+	const uint8_t *payload;
+	size_t payload_len;
+	uint8_t out[PAYLOAD_MAX];
 	/* rt_redactor__redact()'s copy */
 	union {
 		struct rt_event_hdr hdr;
@@ -67,8 +56,7 @@ static void conn_free(struct conn *c)
 {
 	if (!c)
 		return;
-	rt_http_req__free(c->req);
-	rt_http_resp__free(c->resp);
+	rt_stream_fini(&c->stream);
 	free(c);
 }
 
@@ -77,12 +65,17 @@ static void conn_drop(struct rt_redactor *r, uint64_t key)
 	conn_free(rt_hmap_del(&r->conns, key));
 }
 
-static struct conn *conn_new(struct rt_redactor *r, uint32_t pid, int32_t fd, uint64_t ts)
+static void on_tap(void *ctx, const uint8_t *p, size_t n, unsigned int cls);
+
+static struct conn *conn_new(struct rt_redactor *r, uint32_t pid, int32_t fd, uint64_t ts,
+			     bool predates)
 {
+	struct rt_stream_opts so = { .predates = predates, .tap = on_tap, .tap_ctx = r };
 	struct conn *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
+	rt_stream_init(&c->stream, &so);
 	c->pid = pid;
 	c->first_ns = ts;
 	if (rt_hmap_put(&r->conns, conn_key(pid, fd), c)) {
@@ -103,164 +96,44 @@ static void on_tap(void *ctx, const uint8_t *p, size_t n, unsigned int cls)
 		rt_body_mask_start(r->body);
 		return;
 	}
-	/* the engine only reports bytes of the feed; anything else stays masked */
-	if (p < r->feed || n > r->feed_len || (size_t)(p - r->feed) > r->feed_len - n)
+	/* the engine only reports bytes of the payload; anything else stays masked */
+	if (p < r->payload || n > r->payload_len || (size_t)(p - r->payload) > r->payload_len - n)
 		return;
-	off = (size_t)(p - r->feed);
+	off = (size_t)(p - r->payload);
 	if (cls == RT_HTTP_TAP_KEEP)
 		memcpy(r->out + off, p, n);
 	else if (cls != RT_HTTP_TAP_MASK)
 		rt_body_mask_run(r->body, cls, p, r->out + off, n);
 }
 
-static void req_on_headers(void *ctx, const struct rt_http_req_info *info)
+static void on_gap(void *ctx, uint64_t n)
 {
 	struct rt_redactor *r = ctx;
 
-	r->cur->req_head = !strcmp(info->method, "HEAD");
+	(void)n;
+	rt_body_mask_gap(r->body);
 }
 
-static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
-{
-	struct conn *c = ((struct rt_redactor *)ctx)->cur;
-
-	(void)info;
-	if (c->n_fifo >= FIFO_MAX) { /* the correlator gives up on the oldest */
-		c->fifo_head >>= 1;
-		c->n_fifo--;
-	}
-	if (c->req_head)
-		c->fifo_head |= (uint16_t)(1u << c->n_fifo);
-	else
-		c->fifo_head &= (uint16_t) ~(1u << c->n_fifo);
-	c->n_fifo++;
-	c->req_head = false;
-}
-
-static void on_error(void *ctx, enum rt_http_error err)
-{
-	struct conn *c = ((struct rt_redactor *)ctx)->cur;
-
-	(void)err;
-	c->unreadable = true;
-	c->responding = false;
-}
-
-static void resp_on_begin(void *ctx)
-{
-	struct conn *c = ((struct rt_redactor *)ctx)->cur;
-
-	if (c->responding || !c->n_fifo)
-		return;
-	c->responding = true;
-	c->fifo_head >>= 1;
-	c->n_fifo--;
-}
-
-static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
-{
-	(void)done;
-	((struct rt_redactor *)ctx)->cur->responding = false;
-}
-
-static const struct rt_http_req_cb req_cb = {
-	.on_headers = req_on_headers,
-	.on_complete = req_on_complete,
-	.on_error = on_error,
-};
-
-static const struct rt_http_resp_cb resp_cb = {
-	.on_begin = resp_on_begin,
-	.on_complete = resp_on_complete,
-	.on_error = on_error,
+/* The tap does the work: no parser callback is needed. */
+static const struct rt_stream_ops stream_ops = {
+	.gap = on_gap,
 };
 
 /* ---- one syscall's bytes ------------------------------------------------- */
 
-/* Parses p[0..n) (head or tail of a record) and rewrites it. */
-static int feed(struct rt_redactor *r, struct conn *c, bool resp, uint8_t *p, size_t n)
-{
-	int err;
-
-	r->cur = c;
-	r->body = resp ? &c->resp_body : &c->req_body;
-	r->feed = p;
-	r->feed_len = n;
-	rt_mask_bytes(p, r->out, n);
-	if (resp)
-		err = rt_http_resp_feed(c->resp, p, n, &resp_cb, r);
-	else
-		err = rt_http_req_feed(c->req, p, n, &req_cb, r);
-	memcpy(p, r->out, n);
-	r->feed = NULL;
-	r->feed_len = 0;
-	return err;
-}
-
-static int gap(struct rt_redactor *r, struct conn *c, bool resp, uint64_t n)
-{
-	r->cur = c;
-	r->body = resp ? &c->resp_body : &c->req_body;
-	rt_body_mask_gap(r->body);
-	if (resp)
-		return rt_http_resp_gap(c->resp, n, &resp_cb, r);
-	return rt_http_req_gap(c->req, n, &req_cb, r);
-}
-
-static bool parsers_ready(struct rt_redactor *r, struct conn *c, bool resp)
-{
-	if (resp && !c->resp) {
-		c->resp = rt_http_resp__new();
-		if (c->resp)
-			rt_http_resp_set_tap(c->resp, on_tap, r);
-	} else if (!resp && !c->req) {
-		c->req = rt_http_req__new();
-		if (c->req)
-			rt_http_req_set_tap(c->req, on_tap, r);
-	}
-	return resp ? c->resp != NULL : c->req != NULL;
-}
-
-/* As the correlator's feed(): head, gap, then the tail (even empty after a gap). */
+/* Rewrites the payload: masked, then framing and bodies written back by the tap. */
 static void redact_io(struct rt_redactor *r, struct conn *c, struct rt_ev_sock_io *io, bool resp)
 {
-	uint8_t *data = io->data;
-	uint64_t ret = (uint64_t)io->ret;
-	uint64_t gap_n =
-		ret > (uint64_t)io->head_len + io->tail_len ? ret - io->head_len - io->tail_len : 0;
-	bool tail_done = false;
+	size_t len = (size_t)io->head_len + io->tail_len;
 
-	if (!parsers_ready(r, c, resp)) {
-		rt_mask_bytes(data, data, io->head_len + io->tail_len);
-		return;
-	}
-	if (resp) {
-		if (!c->responding && c->n_fifo)
-			rt_http_resp_expect_head(c->resp, c->fifo_head & 1);
-		if (c->predates && !c->resp_resynced) {
-			rt_http_resp_resync(c->resp, &resp_cb, r);
-			c->resp_resynced = true;
-		}
-	} else if (c->predates && !c->req_resynced) {
-		rt_http_req_resync(c->req, &req_cb, r);
-		c->req_resynced = true;
-	}
-	if (feed(r, c, resp, data, io->head_len) == 0) {
-		if (gap_n)
-			gap(r, c, resp, gap_n);
-		if ((gap_n || io->tail_len) && !c->unreadable) {
-			feed(r, c, resp, data + io->head_len, io->tail_len);
-			tail_done = true;
-		}
-	}
-	if (!tail_done)
-		rt_mask_bytes(data + io->head_len, data + io->head_len, io->tail_len);
-	r->cur = NULL;
-}
-
-static bool is_abort_errno(int64_t ret)
-{
-	return ret == -EPIPE || ret == -ECONNRESET || ret == -ECONNABORTED || ret == -ETIMEDOUT;
+	r->body = resp ? &c->resp_body : &c->req_body;
+	r->payload = io->data;
+	r->payload_len = len;
+	rt_mask_bytes(io->data, r->out, len);
+	rt_stream_feed(&c->stream, resp ? RT_STREAM_RESP : RT_STREAM_REQ, io, &stream_ops, r);
+	memcpy(io->data, r->out, len);
+	r->payload = NULL;
+	r->payload_len = 0;
 }
 
 static struct conn *conn_for_io(struct rt_redactor *r, const struct rt_ev_sock_io *io)
@@ -270,12 +143,10 @@ static struct conn *conn_for_io(struct rt_redactor *r, const struct rt_ev_sock_i
 	if (c)
 		return c;
 	/* opened before the recording: the same guess as the correlator's */
-	c = conn_new(r, io->hdr.pid, io->fd, io->hdr.ts_ns);
+	c = conn_new(r, io->hdr.pid, io->fd, io->hdr.ts_ns, true);
 	if (!c)
 		return NULL;
-	c->predates = true;
-	c->outbound = io->local.port >= EPHEMERAL_PORT_MIN && io->peer.port < EPHEMERAL_PORT_MIN &&
-		      io->local.family != RT_AF_UNIX;
+	c->outbound = rt_stream_guess_outbound(&io->local, &io->peer);
 	return c;
 }
 
@@ -295,11 +166,9 @@ static void on_io(struct rt_redactor *r, struct rt_ev_sock_io *io)
 		rt_mask_bytes(io->data, io->data, len);
 		return;
 	}
-	if (io->ret < 0 && is_abort_errno(io->ret)) {
-		c->n_fifo = 0;
-		c->responding = false;
-	}
-	if (c->unreadable) {
+	if (io->ret < 0 && rt_stream_abort_errno(io->ret))
+		rt_stream_abort(&c->stream);
+	if (rt_stream_unreadable(&c->stream)) {
 		r->st.unreadable++;
 		rt_mask_bytes(io->data, io->data, len);
 		return;
@@ -324,7 +193,7 @@ static void on_conn(struct rt_redactor *r, const struct rt_ev_sock_conn *ev)
 		return;
 	/* a missed close: the fd was reused */
 	conn_drop(r, conn_key(ev->hdr.pid, ev->fd));
-	c = conn_new(r, ev->hdr.pid, ev->fd, ev->hdr.ts_ns);
+	c = conn_new(r, ev->hdr.pid, ev->fd, ev->hdr.ts_ns, false);
 	if (c)
 		c->outbound = outbound;
 }

@@ -7,7 +7,7 @@
  *
  * Lengths never change: a masked byte becomes 'x' ('X' in a JSON key; CR
  * and LF stay), so framing, gaps and timestamps are untouched. What is kept is decided by
- * the parsers' own framing engine (src/correlate/http_msg.c), run on the
+ * the parsers' own framing engine (src/proto/http_msg.c), run on the
  * original bytes in the order the records come, per connection and
  * direction; body text is masked by a streaming SSE/JSON tokenizer that
  * keeps structure, known keys and the numbers the parsers report. Where

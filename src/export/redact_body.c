@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "correlate/http_int.h"
+#include "proto/http.h"
 #include "export/redact.h"
 #include "export/redact_int.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Fuzz harness for the HTTP/1.x parsers (src/correlate/http.h), one build
+ * Fuzz harness for the HTTP/1.x parsers (src/proto/http.h), one build
  * per direction: RT_FUZZ_HTTP_REQ or RT_FUZZ_HTTP_RESP.
  *
  * Input: byte 0 holds flags, bytes 1-2 seed the split and gap choices, the
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "correlate/http.h"
+#include "proto/http.h"
 
 #if !defined(RT_FUZZ_HTTP_REQ) && !defined(RT_FUZZ_HTTP_RESP)
 #error "define RT_FUZZ_HTTP_REQ or RT_FUZZ_HTTP_RESP"

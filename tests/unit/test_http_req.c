@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/http.h"
+#include "proto/http.h"
 
 #define MAX_CALLS 64
 #define MAX_MSGS 8

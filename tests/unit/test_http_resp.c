@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/http.h"
+#include "proto/http.h"
 
 #define MAX_CALLS 128
 #define MAX_EVENTS 128

@@ -28,8 +28,8 @@
 #include <cjson/cJSON.h>
 
 #include "common/jsonw.h"
-#include "correlate/http.h"
-#include "correlate/http_int.h"
+#include "proto/http.h"
+#include "proto/stream.h"
 #include "export/redact.h"
 #include "export/redact_int.h"
 #include "export/span_json.h"
@@ -126,15 +126,12 @@ static bool has(const void *hay, size_t n, const char *needle)
 	return memmem(hay, n, needle, strlen(needle)) != NULL;
 }
 
-/* ---- a driver that logs what the parsers make of records (as conn.c feeds them) -- */
+/* ---- what the parsers make of records, fed through the stream driver as conn.c does -- */
 
 struct drv {
-	struct rt_http_req_parser *req;
-	struct rt_http_resp_parser *resp;
+	struct rt_stream stream;
 	char log[32768];
 	size_t len;
-	bool unreadable, responding, req_head;
-	unsigned n_fifo, heads;
 };
 
 static void logf_(struct drv *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -170,40 +167,22 @@ static void d_req_begin(void *ctx)
 
 static void d_req_headers(void *ctx, const struct rt_http_req_info *i)
 {
-	struct drv *d = ctx;
-
-	d->req_head = !strcmp(i->method, "HEAD");
-	log_req(d, "headers", i);
+	log_req(ctx, "headers", i);
 }
 
 static void d_req_complete(void *ctx, const struct rt_http_req_info *i)
 {
-	struct drv *d = ctx;
-
-	log_req(d, "complete", i);
-	d->heads |= (unsigned)d->req_head << d->n_fifo;
-	d->n_fifo++;
+	log_req(ctx, "complete", i);
 }
 
 static void d_error(void *ctx, enum rt_http_error err)
 {
-	struct drv *d = ctx;
-
-	logf_(d, "error %d\n", err);
-	d->unreadable = true;
-	d->responding = false;
+	logf_(ctx, "error %d\n", err);
 }
 
 static void d_resp_begin(void *ctx)
 {
-	struct drv *d = ctx;
-
-	logf_(d, "resp begin\n");
-	if (!d->responding && d->n_fifo) {
-		d->responding = true;
-		d->heads >>= 1;
-		d->n_fifo--;
-	}
+	logf_(ctx, "resp begin\n");
 }
 
 static void d_resp_headers(void *ctx, const struct rt_http_resp_info *i)
@@ -229,7 +208,6 @@ static void d_resp_complete(void *ctx, const struct rt_http_resp_done *done)
 {
 	struct drv *d = ctx;
 
-	d->responding = false;
 	logf_(d, "resp complete tokens=%lld inc=%d g=%d", (long long)done->tokens_out,
 	      done->incomplete, done->guessed);
 	log_rep(d, done->n_reported, done->reported);
@@ -250,46 +228,26 @@ static const struct rt_http_resp_cb drv_resp_cb = {
 	.on_error = d_error,
 };
 
+static const struct rt_stream_ops drv_ops = {
+	.req = &drv_req_cb,
+	.resp = &drv_resp_cb,
+};
+
 static void drive(struct drv *d, const struct recs *rs)
 {
 	memset(d, 0, sizeof(*d));
-	d->req = rt_http_req__new();
-	d->resp = rt_http_resp__new();
-	assert_non_null(d->req);
-	assert_non_null(d->resp);
+	rt_stream_init(&d->stream, NULL);
 	for (int k = 0; k < rs->n; k++) {
 		const struct rt_ev_sock_io *io = (const void *)rs->r[k];
-		uint64_t ret = (uint64_t)io->ret, gap;
 		bool recv = io->hdr.kind == RT_EV_SOCK_RECV;
-		int err;
 
 		if (io->hdr.kind != RT_EV_SOCK_RECV && io->hdr.kind != RT_EV_SOCK_SEND)
 			continue;
-		if (d->unreadable || io->ret <= 0)
+		if (io->ret <= 0)
 			continue;
-		gap = ret > (uint64_t)io->head_len + io->tail_len ?
-			      ret - io->head_len - io->tail_len :
-			      0;
-		if (recv) {
-			err = rt_http_req_feed(d->req, io->data, io->head_len, &drv_req_cb, d);
-			if (!err && gap)
-				rt_http_req_gap(d->req, gap, &drv_req_cb, d);
-			if (!err && (gap || io->tail_len) && !d->unreadable)
-				rt_http_req_feed(d->req, io->data + io->head_len, io->tail_len,
-						 &drv_req_cb, d);
-		} else {
-			if (!d->responding && d->n_fifo)
-				rt_http_resp_expect_head(d->resp, d->heads & 1);
-			err = rt_http_resp_feed(d->resp, io->data, io->head_len, &drv_resp_cb, d);
-			if (!err && gap)
-				rt_http_resp_gap(d->resp, gap, &drv_resp_cb, d);
-			if (!err && (gap || io->tail_len) && !d->unreadable)
-				rt_http_resp_feed(d->resp, io->data + io->head_len, io->tail_len,
-						  &drv_resp_cb, d);
-		}
+		rt_stream_feed(&d->stream, recv ? RT_STREAM_REQ : RT_STREAM_RESP, io, &drv_ops, d);
 	}
-	rt_http_req__free(d->req);
-	rt_http_resp__free(d->resp);
+	rt_stream_fini(&d->stream);
 }
 
 /* ---- conversations ------------------------------------------------------- */
@@ -1047,6 +1005,8 @@ static void test_unknown_streams(void **state)
 	/* TLS: its record header stays (the parsers count it unreadable), the rest goes */
 	struct rt_ev_sock_io *tls = io_rec(true, 6, "\x16\x03\x01\x02\x05PROMPTWORD");
 	struct rt_ev_sock_io *tls2 = io_rec(true, 6, "PROMPTWORD");
+	/* HTTP/2 joined mid-stream: the preface stays (the correlator's verdict on replay) */
+	struct rt_ev_sock_io *h2 = io_rec(true, 7, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\nPROMPTWORD");
 	struct rt_ev_proc_exit ex = { .hdr = { .kind = RT_EV_PROC_EXIT, .size = sizeof(ex) } };
 	struct rt_redactor_stats st;
 
@@ -1059,9 +1019,11 @@ static void test_unknown_streams(void **state)
 	assert_memory_equal(tls->data, "\x16\x03\x01xxxxxxxxxxxx", 15);
 	assert_int_equal(rt_redactor__apply(r, &tls2->hdr), 0);
 	assert_true(all_masked(tls2));
+	assert_int_equal(rt_redactor__apply(r, &h2->hdr), 0);
+	assert_memory_equal(h2->data, "PRI * HTTP/2.0\r\n\r\nxx\r\n\r\nxxxxxxxxxx", 34);
 	rt_redactor__stats(r, &st);
 	assert_int_equal(st.unreadable, 1);
-	assert_int_equal(st.conns, 2);
+	assert_int_equal(st.conns, 3);
 	/* the process is gone: so are its connections */
 	ex.hdr.pid = PID;
 	ex.group_dead = 1;
@@ -1073,6 +1035,7 @@ static void test_unknown_streams(void **state)
 	free(next);
 	free(tls);
 	free(tls2);
+	free(h2);
 }
 
 static void test_bad_records(void **state)

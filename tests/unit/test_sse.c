@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/http.h"
-#include "correlate/http_int.h"
+#include "proto/http.h"
+#include "proto/http_int.h"
 
 static struct rt_sse_event classify(const char *s, bool incomplete)
 {

@@ -13,9 +13,11 @@
  *   sse.c         Server-Sent Events line decoder and rt_sse_classify().
  *   http_req.c, http_resp.c   the public parsers.
  *
- * Not installed, not for other modules: use http.h. One exception: the
- * recording redactor (src/export/redact.c) taps the engine (below) so that
- * what it keeps is decided by the same framing code that replay runs.
+ *   stream.c      the driver both the correlator and the recording
+ *                 redactor feed syscalls through (stream.h).
+ *
+ * Not for other modules: they use http.h and stream.h. The redactor reaches
+ * the engine's tap (http.h, "Taps") through the stream driver.
  */
 #ifndef RT_HTTP_INT_H
 #define RT_HTTP_INT_H
@@ -24,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "correlate/http.h"
+#include "proto/http.h"
 
 #define RT_HTTP_NAME_KEEP 32 /* header name bytes kept (lowercased) */
 #define RT_HTTP_VALUE_KEEP 512 /* bytes kept of a whitelisted header value */
@@ -132,26 +134,6 @@ enum rt_http_body {
 	RT_HTTP_BODY_FEED_END, /* guessed: until the end of the current feed */
 };
 
-/*
- * Taps: what the engine made of each byte it consumed, in byte order, as
- * runs of one class (p points into the buffer being fed). A byte never
- * reported was ignored (an unparseable stream). Bodies are reported with
- * the kind the parser set in head_done (rt_http_msg.body_tap).
- */
-enum rt_http_tap {
-	RT_HTTP_TAP_KEEP =
-		1, /* framing the parsers read: start line, names, wanted values, chunk sizes */
-	RT_HTTP_TAP_MASK =
-		2, /* read, unused: other header values, chunk extensions, trailers, skipped */
-	RT_HTTP_TAP_BODY = 3, /* a body the parser does not look at (request bodies, other types) */
-	RT_HTTP_TAP_BODY_SSE = 4, /* a text/event-stream body */
-	RT_HTTP_TAP_BODY_JSON = 5, /* a JSON body */
-	RT_HTTP_TAP_BODY_START = 6, /* n = 0: a body of the current kind starts here */
-	RT_HTTP_TAP_LAST = 0x10, /* flag on a body run: it ends a body of known length */
-};
-
-typedef void (*rt_http_tap_fn)(void *ctx, const uint8_t *p, size_t n, unsigned int cls);
-
 /* Callbacks from the engine to a parser; w is the parser. */
 struct rt_http_msg_ops {
 	/* A message starts (request: first method byte; response: status >= 200
@@ -221,9 +203,10 @@ void rt_http_msg_eof(struct rt_http_msg *m);
 void rt_http_msg_resync(struct rt_http_msg *m);
 
 /*
- * Tap a parser (fn NULL: untap). A tapped response parser reports framing
- * only: bodies are no longer decoded (no on_sse_event, no usage from a
- * JSON body), so it holds no body bytes at all.
+ * Tap a parser (fn NULL: untap); the stream driver (stream.c) does it for
+ * its users. A tapped response parser reports framing only: bodies are no
+ * longer decoded (no on_sse_event, no usage from a JSON body), so it holds
+ * no body bytes at all.
  */
 void rt_http_req_set_tap(struct rt_http_req_parser *p, rt_http_tap_fn fn, void *ctx);
 void rt_http_resp_set_tap(struct rt_http_resp_parser *p, rt_http_tap_fn fn, void *ctx);

@@ -183,4 +183,27 @@ void rt_http_resp_resync(struct rt_http_resp_parser *p, const struct rt_http_res
  */
 void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_sse_event *out);
 
+/* ---- taps ------------------------------------------------------------------ */
+
+/*
+ * Taps: what the engine made of each byte it consumed, in byte order, as
+ * runs of one class (p points into the buffer being fed). A byte never
+ * reported was ignored (an unparseable stream). Bodies are reported with
+ * the kind the response headers imply. Set through struct rt_stream_opts
+ * (stream.h): the recording redactor keeps exactly what the engine read.
+ */
+enum rt_http_tap {
+	RT_HTTP_TAP_KEEP =
+		1, /* framing the parsers read: start line, names, wanted values, chunk sizes */
+	RT_HTTP_TAP_MASK =
+		2, /* read, unused: other header values, chunk extensions, trailers, skipped */
+	RT_HTTP_TAP_BODY = 3, /* a body the parser does not look at (request bodies, other types) */
+	RT_HTTP_TAP_BODY_SSE = 4, /* a text/event-stream body */
+	RT_HTTP_TAP_BODY_JSON = 5, /* a JSON body */
+	RT_HTTP_TAP_BODY_START = 6, /* n = 0: a body of the current kind starts here */
+	RT_HTTP_TAP_LAST = 0x10, /* flag on a body run: it ends a body of known length */
+};
+
+typedef void (*rt_http_tap_fn)(void *ctx, const uint8_t *p, size_t n, unsigned int cls);
+
 #endif /* RT_HTTP_H */
