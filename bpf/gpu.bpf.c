@@ -7,7 +7,7 @@
  * Two programs (an entry and a return one, each in two attachment flavours
  * at the end of this file) serve every probed function. The loader attaches
  * them once per function address with the function's api id (its index in
- * src/sources/gpu_probes.c) as the BPF cookie, and writes in `gpu_specs`
+ * src/probes/gpu_probes.c) as the BPF cookie, and writes in `gpu_specs`
  * where that function keeps its stream, byte count and NCCL arguments. An
  * enqueue (launch, async copy, memset, NCCL call) is one record at entry;
  * a call whose duration matters (sync, blocking copy) is stashed at entry
@@ -22,9 +22,9 @@
 #include <bpf/bpf_core_read.h>
 
 #include <reqtrace/event.h>
+#include <reqtrace/gpu_spec.h>
 #include "rt_bpf_shared.h"
 #include "rt_common.bpf.h"
-#include "rt_gpu_shared.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

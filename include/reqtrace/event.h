@@ -297,7 +297,7 @@ enum rt_cuda_api_class {
 /*
  * ENTER (hdr.ts_ns = entry) for calls that only enqueue, EXIT (hdr.ts_ns =
  * return, enter_ns = entry) for calls whose duration matters. api indexes
- * the probe table (src/sources/gpu_probes.c); CUPTI DRIVER records use the
+ * the probe table (src/probes/gpu_probes.c); CUPTI DRIVER records use the
  * same kind with corr_id set.
  */
 struct rt_ev_cuda_api {

@@ -25,11 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <reqtrace/span.h>
+
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/term.h"
 #include "common/dur.h"
-#include "correlate/span.h"
 #include "export/waterfall.h"
 #include "verdict/verdict.h"
 

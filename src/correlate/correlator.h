@@ -17,8 +17,7 @@
 #include <stdint.h>
 
 #include <reqtrace/event.h>
-
-#include "correlate/span.h"
+#include <reqtrace/span.h>
 
 struct rt_correlator;
 

@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "correlate/internal.h"
-#include "sources/gpu_probes.h"
+#include "probes/gpu_probes.h"
 
 /* CUstream handles that mean the legacy default stream */
 #define CU_STREAM_LEGACY 0x1

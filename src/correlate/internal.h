@@ -10,12 +10,12 @@
 #include <stdint.h>
 
 #include <reqtrace/event.h>
+#include <reqtrace/span.h>
 
 #include "common/hmap.h"
 #include "correlate/correlator.h"
 #include "correlate/gpu.h"
 #include "proto/stream.h"
-#include "correlate/span.h"
 
 #define RT_THREAD_OWNERS_MAX 32 /* persistent I/O owners of one thread */
 #define RT_THREAD_SERVED_MAX 256 /* requests an engine thread serves in one burst */

@@ -13,7 +13,8 @@
 
 #include <uv.h>
 
-#include "correlate/span.h"
+#include <reqtrace/span.h>
+
 #include "daemon/control.h"
 #include "daemon/targets.h"
 #include "export/redact.h"

@@ -2,7 +2,7 @@
 #include "export/event_text.h"
 
 #include "common/event_check.h"
-#include "sources/gpu_probes.h"
+#include "probes/gpu_probes.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -7,8 +7,9 @@
 #ifndef RT_SPAN_JSON_H
 #define RT_SPAN_JSON_H
 
+#include <reqtrace/span.h>
+
 #include "common/jsonw.h"
-#include "correlate/span.h"
 
 /* Append one span object (no newline) to w. */
 void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s);

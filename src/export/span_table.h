@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "correlate/span.h"
+#include <reqtrace/span.h>
 
 void rt_span_table_header(FILE *f);
 void rt_span_table_row(FILE *f, const struct rt_span *s);

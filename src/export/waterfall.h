@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "correlate/span.h"
+#include <reqtrace/span.h>
 
 #define RT_WATERFALL_WIDTH_DEFAULT 100
 #define RT_WATERFALL_WIDTH_MIN 60

@@ -34,10 +34,9 @@
 #include "common/log.h"
 #include "sources/bpf_internal.h"
 #include "sources/gpu_elf.h"
-#include "sources/gpu_probes.h"
+#include "probes/gpu_probes.h"
 
 #include "rt_bpf_shared.h"
-#include "rt_gpu_shared.h"
 
 #include "gpu.skel.h"
 

@@ -92,7 +92,7 @@ int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
  * Attaches the GPU uprobes (bpf/gpu.bpf.c, docs/gpu.md) to the libcuda or
  * libnccl file at `lib_path` (/proc/PID/root/... for a container): one
  * uprobe per address of every function of the probe table
- * (src/sources/gpu_probes.c) the file exports, a uretprobe too for the
+ * (src/probes/gpu_probes.c) the file exports, a uretprobe too for the
  * timed ones. The GPU programs are loaded at the first call. Like the
  * markers, a uprobe belongs to the file: one call covers every process that
  * maps it, and calling again for the same file (device and inode) returns

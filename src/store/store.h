@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "correlate/span.h"
+#include <reqtrace/span.h>
 
 struct rt_store_opts {
 	uint32_t max_spans; /* 0: 10000 */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "correlate/span.h"
+#include <reqtrace/span.h>
 
 /* Nearest-rank percentile (1..100) of n values sorted ascending; RT_NULL_NS if n is 0. */
 int64_t rt_pct_sorted(const int64_t *sorted, size_t n, unsigned int p);

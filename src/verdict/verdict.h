@@ -11,7 +11,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "correlate/span.h"
+#include <reqtrace/span.h>
+
 #include "verdict/stats.h"
 
 #define RT_VERDICT_LINES_MAX 12

@@ -25,7 +25,7 @@
 #include <nccl.h>
 
 #include "bpf_test_util.h"
-#include "sources/gpu_probes.h"
+#include "probes/gpu_probes.h"
 
 #define MS 1000000ULL
 

@@ -29,8 +29,9 @@
 
 #include <cmocka.h>
 
+#include <reqtrace/span.h>
+
 #include "correlate/correlator.h"
-#include "correlate/span.h"
 
 #define PID 100
 #define ENGINE 101

@@ -20,10 +20,11 @@
 
 #include <cmocka.h>
 
+#include <reqtrace/span.h>
+
 #include "correlate/correlator.h"
 #include "correlate/gpu.h"
-#include "correlate/span.h"
-#include "sources/gpu_probes.h"
+#include "probes/gpu_probes.h"
 
 #define PID 100
 #define OTHER_PID 200

@@ -20,9 +20,10 @@
 
 #include <cmocka.h>
 
+#include <reqtrace/span.h>
+
 #include "correlate/correlator.h"
 #include "correlate/gpu.h"
-#include "correlate/span.h"
 
 #define PID 100
 #define PID2 300

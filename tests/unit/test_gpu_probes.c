@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The GPU probe table (src/sources/gpu_probes.c) against reality:
+ * The GPU probe table (src/probes/gpu_probes.c) against reality:
  *
  *   - every entry is well formed (classes, argument positions, timed only
  *     where a duration matters);
@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "sources/gpu_elf.h"
-#include "sources/gpu_probes.h"
+#include "probes/gpu_probes.h"
 
 #ifdef RT_HAVE_CUDA_H
 #include <cuda.h>

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What bpf/gpu.bpf.c and its loader (src/sources/bpf_gpu.c) share: the
- * per-function argument spec the loader writes into the `gpu_specs` array,
- * indexed by the probe table's api id, which every uprobe receives as its
- * BPF cookie. No includes: include after <reqtrace/event.h>.
+ * What bpf/gpu.bpf.c, its loader (src/sources/bpf_gpu.c) and the probe
+ * table (src/probes/gpu_probes.h) share: the per-function argument spec the
+ * loader writes into the `gpu_specs` array, indexed by the probe table's api
+ * id, which every uprobe receives as its BPF cookie. Here rather than in
+ * bpf/ because the table, which the correlator reads, is described in these
+ * terms. No includes: include after <reqtrace/event.h>.
  */
-#ifndef RT_GPU_SHARED_H
-#define RT_GPU_SHARED_H
+#ifndef RT_GPU_SPEC_H
+#define RT_GPU_SPEC_H
 
 #define RT_GPU_API_MAX 256 /* probe table entries (api ids) the BPF side knows */
 #define RT_GPU_CALLS_MAX 16384 /* threads inside a timed (entry + return) call at once */
@@ -83,4 +85,4 @@ enum rt_gpu_counter {
 	RT_GPU_CNT__MAX = 3,
 };
 
-#endif /* RT_GPU_SHARED_H */
+#endif /* RT_GPU_SPEC_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "correlate/span.h"
+#include <reqtrace/span.h>
 
 #include <string.h>
 

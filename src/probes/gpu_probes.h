@@ -13,17 +13,20 @@
  * ncclX; pncclX is the same function at the same address.
  * tests/unit/test_gpu_probes.c keeps the table, the snapshots and
  * configs/probes/gpu.tsv in agreement. docs/gpu.md explains the choices.
+ *
+ * Its own module (src/probes/) because the api index is a wire field: the
+ * loader (sources) attaches by it, the correlator and the text dump read
+ * records by it, and neither should depend on the other to know it.
  */
-#ifndef RT_SOURCES_GPU_PROBES_H
-#define RT_SOURCES_GPU_PROBES_H
+#ifndef RT_PROBES_GPU_PROBES_H
+#define RT_PROBES_GPU_PROBES_H
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include <reqtrace/event.h>
-
 /* enum rt_gpu_rec, rt_gpu_stream_how, rt_gpu_bytes_how: shared with bpf/gpu.bpf.c */
-#include "../../bpf/rt_gpu_shared.h"
+#include <reqtrace/gpu_spec.h>
 
 enum rt_gpu_lib {
 	RT_GPU_LIB_CUDA = 1, /* libcuda.so.1 */
@@ -74,4 +77,4 @@ const char *rt_gpu_nccl_op_name(uint32_t op);
  */
 int rt_gpu_probes_write_tsv(FILE *f);
 
-#endif /* RT_SOURCES_GPU_PROBES_H */
+#endif /* RT_PROBES_GPU_PROBES_H */

@@ -1,11 +1,29 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The span record: one per request, the contract of docs/spans.md (the
- * design's "Span contract"). The correlator fills it, the store keeps it,
- * exporters print it. Plain data: copyable with memcpy, no pointers.
+ * The span record: one per request, the contract of docs/spans.md. The
+ * correlator fills it; store, verdict and export use it through this header
+ * alone, without the correlator. Plain data: copyable with memcpy, no
+ * pointers. User space only (the BPF side never sees a span); the names
+ * below are implemented in src/common/span.c.
  *
  * Nanosecond instants are CLOCK_MONOTONIC; 0 means "not observed" (null).
  * Durations are nanoseconds; RT_NULL_NS means null.
+ *
+ * Versioning: how a field is added without breaking a reader.
+ *   - Recordings hold events (event.h), never spans: spans are recomputed
+ *     on replay, so an old recording yields spans with every new field. The
+ *     struct is a contract between the modules of one build, not an ABI: a
+ *     field may go anywhere in it, and nothing may write it to a file.
+ *   - A new field has a "not observed" value (0, RT_NULL_NS, -1) that
+ *     rt_span_init() sets, and the JSON writer prints as null: a code path
+ *     (or a recording) that knows nothing of it yields null, never a wrong 0.
+ *   - JSON (docs/spans.md) only grows: a key keeps its name, unit and
+ *     meaning, and a key that may be null stays so; readers ignore keys they
+ *     do not know. A change that cannot be made that way is a new key (with
+ *     its own unit suffix), and the old key stays until a documented removal.
+ *   - Bounds (RT_SPAN_*_MAX) may grow; JSON arrays carry their own length.
+ *   - The same commit updates docs/spans.md, export/span_json.c and
+ *     tests/unit/test_span_json.c.
  */
 #ifndef RT_SPAN_H
 #define RT_SPAN_H

@@ -6,7 +6,7 @@
  * (CUdeviceptr_v1, unsigned int sizes): their byte counts are read as 32-bit
  * values, and their 2D/3D descriptors (an older layout) are not read.
  */
-#include "sources/gpu_probes.h"
+#include "probes/gpu_probes.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -319,7 +319,7 @@ int rt_gpu_probes_write_tsv(FILE *f)
 	uint32_t i;
 
 	fprintf(f, "# SPDX-License-Identifier: BSD-2-Clause\n"
-		   "# generated from src/sources/gpu_probes.c by tests/unit/test_gpu_probes.c "
+		   "# generated from src/probes/gpu_probes.c by tests/unit/test_gpu_probes.c "
 		   "(RT_REGEN=1); do not edit\n");
 	fprintf(f, "api\tname\tlib\trecord\tclass\tcopy\tstream_arg\tbytes_how\tbytes_arg\n");
 	for (i = 0; i < rt_gpu_n_probes; i++) {
