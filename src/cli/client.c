@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cli/client.h"
+#include "client.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 
 #define LINE_MAX_BYTES (8u << 20)
 

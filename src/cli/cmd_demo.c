@@ -27,9 +27,9 @@
 
 #include <reqtrace/span.h>
 
-#include "cli/cli.h"
-#include "cli/client.h"
-#include "cli/term.h"
+#include "cli.h"
+#include "client.h"
+#include "term.h"
 #include "common/dur.h"
 #include "export/waterfall.h"
 #include "verdict/verdict.h"

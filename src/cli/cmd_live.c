@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/client.h"
+#include "cli.h"
+#include "client.h"
 #include "common/dur.h"
 #include "common/jsonw.h"
 #include "export/span_json.h"

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli.h"
 #include "common/jsonw.h"
 #include "export/event_text.h"
 #include "export/span_json.h"

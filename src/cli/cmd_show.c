@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/client.h"
-#include "cli/term.h"
+#include "cli.h"
+#include "client.h"
+#include "term.h"
 #include "common/jsonw.h"
 #include "export/span_json.h"
 #include "export/waterfall.h"

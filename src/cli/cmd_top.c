@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/client.h"
-#include "cli/term.h"
+#include "cli.h"
+#include "client.h"
+#include "term.h"
 #include "common/dur.h"
 #include "common/jsonw.h"
 #include "export/span_json.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cli/term.h"
+#include "term.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/internal.h"
+#include "internal.h"
 
 static uint64_t conn_key(uint32_t pid, int32_t fd)
 {

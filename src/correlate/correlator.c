@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/event_check.h"
-#include "correlate/internal.h"
+#include "internal.h"
 
 #define DEFAULT_IDLE_NS (300ULL * 1000000000ULL)
 #define TIMEOUT_SCAN_NS 1000000000ULL

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/internal.h"
+#include "internal.h"
 
 #define OWNERS_MAX                                                                                 \
 	(RT_THREAD_OWNERS_MAX + RT_THREAD_SERVED_MAX + RT_THREAD_MARK_MAX + RT_STEP_MEMBERS_MAX + 1)

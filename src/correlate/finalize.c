@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/internal.h"
+#include "internal.h"
 
 void rt_span_add_gap(struct rt_req *r, int64_t gap)
 {

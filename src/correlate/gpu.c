@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/internal.h"
+#include "internal.h"
 #include "probes/gpu_probes.h"
 
 /* CUstream handles that mean the legacy default stream */

@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "correlate/internal.h"
+#include "internal.h"
 
 #define NS_PER_S 1000000000ULL
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/internal.h"
+#include "internal.h"
 
 static bool claims_thread(uint32_t phase)
 {

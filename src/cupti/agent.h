@@ -17,10 +17,10 @@
 
 #include <reqtrace/inject.h>
 
-#include "cupti/bufpool.h"
-#include "cupti/calltrack.h"
-#include "cupti/cupti_fns.h"
-#include "cupti/ring.h"
+#include "bufpool.h"
+#include "calltrack.h"
+#include "cupti_fns.h"
+#include "ring.h"
 
 /* losses held until the ring has room to report them (RT_EV_LOSS) */
 enum rt_cupti_loss {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cupti/bufpool.h"
+#include "bufpool.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cupti/calltrack.h"
+#include "calltrack.h"
 
 #define COOKIE_UNTRACKED (1ULL << 63)
 

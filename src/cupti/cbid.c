@@ -7,7 +7,7 @@
  * variant in cupti_driver_cbid.h is listed: cudart picks them through
  * cuGetProcAddress. The table is documented in docs/protocol-inject.md.
  */
-#include "cupti/cbid.h"
+#include "cbid.h"
 
 #include <cupti_driver_cbid.h>
 

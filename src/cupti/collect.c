@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cupti/agent.h"
-#include "cupti/cbid.h"
-#include "cupti/dbg.h"
-#include "cupti/translate.h"
+#include "agent.h"
+#include "cbid.h"
+#include "dbg.h"
+#include "translate.h"
 
 #define RT_CUPTI_LAG_WINDOW_NS 5000000000ULL
 #define RT_CUPTI_HORIZON_MAX_NS 60000000000ULL

@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cupti/agent.h"
-#include "cupti/dbg.h"
-#include "cupti/proto.h"
+#include "agent.h"
+#include "dbg.h"
+#include "proto.h"
 
 #define RETRY_MIN_MS 500
 #define RETRY_MAX_MS 4000 /* no daemon yet: a daemon started later finds us within this */

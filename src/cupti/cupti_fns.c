@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cupti/cupti_fns.h"
+#include "cupti_fns.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "cupti/dbg.h"
+#include "dbg.h"
 
 #ifndef RT_CUPTI_TOOLKIT_LIB
 #define RT_CUPTI_TOOLKIT_LIB "/usr/local/cuda/lib64/libcupti.so"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cupti/dbg.h"
+#include "dbg.h"
 
 #include <stdarg.h>
 #include <stdio.h>

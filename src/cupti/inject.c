@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cupti/agent.h"
-#include "cupti/dbg.h"
+#include "agent.h"
+#include "dbg.h"
 
 #define CONNECT_BUDGET_MS 50 /* the most InitializeInjection waits for a daemon */
 

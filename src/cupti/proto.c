@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cupti/proto.h"
+#include "proto.h"
 
 #include <errno.h>
 #include <poll.h>

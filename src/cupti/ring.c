@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cupti/ring.h"
+#include "ring.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "cupti/translate.h"
+#include "translate.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "cupti/cbid.h"
+#include "cbid.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL

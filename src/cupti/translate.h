@@ -24,7 +24,7 @@
 #include <cupti.h>
 #include <reqtrace/event.h>
 
-#include "cupti/calltrack.h"
+#include "calltrack.h"
 
 #define RT_CUPTI_EXT_PENDING 8
 #define RT_CUPTI_NAME_SCAN_MAX 65536 /* bound on the kernel name hashed */

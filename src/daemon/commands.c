@@ -12,7 +12,7 @@
 #include "common/jsonw.h"
 #include "common/log.h"
 #include "correlate/gpu.h"
-#include "daemon/daemon.h"
+#include "daemon.h"
 #include "export/span_json.h"
 #include "sources/bpf_source.h"
 

@@ -7,7 +7,7 @@
  * own records (SOURCE_INFO, TARGET, WATERMARK) take the same path, so a
  * recording holds exactly what the live pipeline saw, in the same order.
  */
-#include "daemon/daemon.h"
+#include "daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>

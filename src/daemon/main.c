@@ -15,7 +15,7 @@
 
 #include "common/dur.h"
 #include "common/log.h"
-#include "daemon/daemon.h"
+#include "daemon.h"
 #include "daemon/procfs.h"
 
 enum {

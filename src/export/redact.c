@@ -19,7 +19,7 @@
 #include "common/event_check.h"
 #include "common/hmap.h"
 #include "proto/stream.h"
-#include "export/redact_int.h"
+#include "redact_int.h"
 
 #define PAYLOAD_MAX (RT_SOCK_HEAD_MAX + RT_SOCK_TAIL_MAX)
 

@@ -18,7 +18,7 @@
 
 #include "proto/http.h"
 #include "export/redact.h"
-#include "export/redact_int.h"
+#include "redact_int.h"
 
 enum { S_LINE = 0, S_FIELD, S_VALUE_FIRST, S_DATA, S_SKIP };
 

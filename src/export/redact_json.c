@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "export/redact.h"
-#include "export/redact_int.h"
+#include "redact_int.h"
 
 #define MASK_KEY 'X'
 #define RECOVER_MAX 4096 /* a run is one head or tail of a record: at most RT_SOCK_*_MAX */

@@ -5,7 +5,7 @@
  * engine), and, where a gap lost the framing, the search for the last
  * chunk in the bytes that follow.
  */
-#include "proto/http_msg_int.h"
+#include "http_msg_int.h"
 
 /* "\r\n0\r\n\r\n": the last chunk, as seen from the end of the previous one. */
 #define LAST_CHUNK 0x0d0a300d0a0d0aULL

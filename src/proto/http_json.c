@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/http_int.h"
+#include "http_int.h"
 
 #define TOKENS_MAX 1e15 /* beyond any real count; keeps the int64 conversion defined */
 

@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/http_int.h"
-#include "proto/http_msg_int.h"
+#include "http_int.h"
+#include "http_msg_int.h"
 
 enum {
 	CR_LINE, /* end of the start line */

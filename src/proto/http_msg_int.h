@@ -7,7 +7,7 @@
 #ifndef RT_HTTP_MSG_INT_H
 #define RT_HTTP_MSG_INT_H
 
-#include "proto/http_int.h"
+#include "http_int.h"
 
 /* rt_http_msg.state */
 enum {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/http_int.h"
+#include "http_int.h"
 
 struct req_msg {
 	struct rt_http_req_info info;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/http_int.h"
+#include "http_int.h"
 
 struct resp_msg {
 	struct rt_http_resp_info info;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/http_int.h"
+#include "http_int.h"
 
 #define KEEPBUF_MIN 256
 

@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "proto/http_int.h"
+#include "http_int.h"
 
 enum {
 	SSE_LINE_START = 0,

@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "proto/http_int.h"
+#include "http_int.h"
 
 /* One call's context, handed to the parsers as theirs. */
 struct call {

@@ -11,7 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "common/log.h"
-#include "sources/bpf_internal.h"
+#include "bpf_internal.h"
 
 #include "marker.skel.h"
 #include "sched.skel.h"

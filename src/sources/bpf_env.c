@@ -16,7 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "common/log.h"
-#include "sources/bpf_internal.h"
+#include "bpf_internal.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 #define DEBUGFS_TRACING "/sys/kernel/debug/tracing"

@@ -32,7 +32,7 @@
 #include <bpf/libbpf.h>
 
 #include "common/log.h"
-#include "sources/bpf_internal.h"
+#include "bpf_internal.h"
 #include "sources/gpu_elf.h"
 #include "probes/gpu_probes.h"
 

@@ -20,7 +20,7 @@
 #include <reqtrace/marker.h>
 
 #include "common/log.h"
-#include "sources/bpf_internal.h"
+#include "bpf_internal.h"
 
 #include "rt_bpf_shared.h"
 

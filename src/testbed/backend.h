@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "testbed/knobs.h"
+#include "knobs.h"
 
 enum tb_step_kind {
 	TB_STEP_PREFILL = 0, /* prompt processing of newly admitted requests */

@@ -24,7 +24,7 @@
  *   REQTRACE_TB_CUDA_TRUTH       JSON Lines file: per step what was done and
  *                                the waits measured around each call
  */
-#include "testbed/backend.h"
+#include "backend.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testbed/clock.h"
+#include "clock.h"
 
 #define IN_MAX (4u << 20) /* bytes of token ids copied per step, at most */
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/backend.h"
+#include "backend.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "testbed/clock.h"
+#include "clock.h"
 
 static int sleep_init(void **ctx, const struct tb_knobs *knobs)
 {

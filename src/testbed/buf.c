@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/buf.h"
+#include "buf.h"
 
 #include <errno.h>
 #include <inttypes.h>

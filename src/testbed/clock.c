@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/clock.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <time.h>

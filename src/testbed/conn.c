@@ -16,9 +16,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "testbed/clock.h"
-#include "testbed/markers.h"
-#include "testbed/server_int.h"
+#include "clock.h"
+#include "markers.h"
+#include "server_int.h"
 
 #define OUT_MAX (4u << 20) /* one response unit; max_tokens_limit words fit */
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/engine.h"
+#include "engine.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "testbed/clock.h"
-#include "testbed/markers.h"
-#include "testbed/peer.h"
+#include "clock.h"
+#include "markers.h"
+#include "peer.h"
 
 struct fifo {
 	struct tb_req *head, *tail;

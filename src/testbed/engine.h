@@ -14,9 +14,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "testbed/backend.h"
-#include "testbed/knobs.h"
-#include "testbed/req.h"
+#include "backend.h"
+#include "knobs.h"
+#include "req.h"
 
 struct tb_engine;
 

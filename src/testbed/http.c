@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/http.h"
+#include "http.h"
 
 #include <errno.h>
 #include <string.h>

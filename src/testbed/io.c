@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/io.h"
+#include "io.h"
 
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "testbed/clock.h"
+#include "clock.h"
 
 static const char *const mode_names[] = {
 	[TB_IO_READWRITE] = "readwrite", [TB_IO_VECTOR] = "vector",

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "testbed/buf.h"
+#include "buf.h"
 
 enum tb_io_mode {
 	TB_IO_READWRITE, /* read / write; a response unit in one write */

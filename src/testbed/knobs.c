@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/knobs.h"
+#include "knobs.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testbed/clock.h"
-#include "testbed/markers.h"
-#include "testbed/peer.h"
-#include "testbed/server.h"
+#include "clock.h"
+#include "markers.h"
+#include "peer.h"
+#include "server.h"
 
 enum {
 	OPT_SCENARIO = 1000,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/markers.h"
+#include "markers.h"
 
 /* Set once by main before any thread starts; read-only afterwards. */
 bool tb_markers_on;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/peer.h"
+#include "peer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "testbed/clock.h"
+#include "clock.h"
 
 struct tb_peer_client {
 	struct sockaddr_in addr;

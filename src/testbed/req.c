@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/req.h"
+#include "req.h"
 
 #include <errno.h>
 #include <stdlib.h>

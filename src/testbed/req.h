@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "testbed/http.h"
+#include "http.h"
 
 #define TB_STEP_TIDS_MAX 8
 

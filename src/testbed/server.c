@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/server_int.h"
+#include "server_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

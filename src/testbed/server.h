@@ -9,9 +9,9 @@
 
 #include <stdint.h>
 
-#include "testbed/backend.h"
-#include "testbed/io.h"
-#include "testbed/knobs.h"
+#include "backend.h"
+#include "io.h"
+#include "knobs.h"
 
 struct tb_server;
 

@@ -6,9 +6,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "testbed/engine.h"
-#include "testbed/server.h"
-#include "testbed/truth.h"
+#include "engine.h"
+#include "server.h"
+#include "truth.h"
 
 struct tb_server {
 	struct tb_knobs k;

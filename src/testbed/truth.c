@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/truth.h"
+#include "truth.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,8 +7,8 @@
 #ifndef TB_TRUTH_H
 #define TB_TRUTH_H
 
-#include "testbed/buf.h"
-#include "testbed/req.h"
+#include "buf.h"
+#include "req.h"
 
 struct tb_truth;
 

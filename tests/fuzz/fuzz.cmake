@@ -22,7 +22,8 @@ if(RT_FUZZ)
 	add_executable(fuzz_rtrace ${CMAKE_CURRENT_LIST_DIR}/fuzz_rtrace.c
 		${CMAKE_SOURCE_DIR}/src/sources/rtrace_read.c
 		${CMAKE_SOURCE_DIR}/src/common/event_check.c)
-	target_include_directories(fuzz_rtrace PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
+	target_include_directories(fuzz_rtrace PRIVATE ${CMAKE_SOURCE_DIR}/include
+		${CMAKE_SOURCE_DIR}/src/sources/include ${CMAKE_SOURCE_DIR}/src/common/include)
 	target_compile_options(fuzz_rtrace PRIVATE -fsanitize=fuzzer,address,undefined)
 	target_link_options(fuzz_rtrace PRIVATE -fsanitize=fuzzer,address,undefined)
 endif()

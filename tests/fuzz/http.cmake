@@ -23,7 +23,7 @@ endforeach()
 if(RT_FUZZ)
 	if(CMAKE_C_COMPILER_ID MATCHES "Clang")
 		# The parser sources are compiled into each harness so that they get
-		# libFuzzer's coverage instrumentation without changing reqtrace_core.
+		# libFuzzer's coverage instrumentation without changing rt_proto.
 		get_property(rt_http_sources GLOBAL PROPERTY RT_HTTP_SOURCES)
 		foreach(kind req resp)
 			string(TOUPPER ${kind} KIND)
@@ -32,7 +32,7 @@ if(RT_FUZZ)
 			target_compile_definitions(fuzz_http_${kind} PRIVATE
 				RT_LIBFUZZER RT_FUZZ_HTTP_${KIND})
 			target_include_directories(fuzz_http_${kind} PRIVATE
-				${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
+				${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src/proto/include)
 			target_compile_options(fuzz_http_${kind} PRIVATE
 				-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 			target_link_options(fuzz_http_${kind} PRIVATE -fsanitize=fuzzer,address,undefined)

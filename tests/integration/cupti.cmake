@@ -17,10 +17,12 @@ set(rt_cupti_src ${CMAKE_SOURCE_DIR}/src/cupti)
 if(TARGET test_cupti_ring)
 	target_sources(test_cupti_ring PRIVATE ${rt_cupti_src}/ring.c ${rt_cupti_src}/proto.c)
 	set_tests_properties(test_cupti_ring PROPERTIES LABELS "unit;tsan")
+	rt_test_private(test_cupti_ring cupti)
 endif()
 if(TARGET test_cupti_pool)
 	target_sources(test_cupti_pool PRIVATE ${rt_cupti_src}/bufpool.c ${rt_cupti_src}/calltrack.c)
 	set_tests_properties(test_cupti_pool PROPERTIES LABELS "unit;tsan")
+	rt_test_private(test_cupti_pool cupti)
 endif()
 
 if(RT_HAVE_CUDA)
@@ -32,11 +34,12 @@ if(RT_HAVE_CUDA)
 		SOURCES ${CMAKE_CURRENT_LIST_DIR}/cupti_translate_test.c
 			${rt_cupti_src}/translate.c ${rt_cupti_src}/cbid.c ${rt_cupti_src}/calltrack.c)
 	target_include_directories(cupti_translate_test PRIVATE ${RT_CUDA_ROOT}/include)
+	rt_test_private(cupti_translate_test cupti)
 
 	add_executable(cupti_lib_test ${CMAKE_CURRENT_LIST_DIR}/cupti_lib_test.c
 		${CMAKE_CURRENT_LIST_DIR}/cupti_testd.c)
-	target_include_directories(cupti_lib_test PRIVATE ${CMAKE_SOURCE_DIR}/src
-		${CMAKE_SOURCE_DIR}/tests ${RT_CUDA_ROOT}/include)
+	target_include_directories(cupti_lib_test PRIVATE ${CMAKE_SOURCE_DIR}/tests
+		${RT_CUDA_ROOT}/include)
 	target_link_libraries(cupti_lib_test PRIVATE reqtrace_core PkgConfig::CMOCKA rt_mock_cupti
 		Threads::Threads ${CMAKE_DL_LIBS})
 	target_compile_definitions(cupti_lib_test PRIVATE

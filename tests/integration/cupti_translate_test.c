@@ -15,8 +15,8 @@
 #include <cupti.h>
 
 #include "common/event_check.h"
-#include "cupti/cbid.h"
-#include "cupti/translate.h"
+#include "cbid.h"
+#include "translate.h"
 
 #define MAXOUT 16
 

@@ -15,11 +15,12 @@ endforeach()
 set_tests_properties(testbed_preprocess testbed_batch testbed_comm PROPERTIES RUN_SERIAL TRUE)
 
 # Unit tests of the testbed's pure parts (found by the tests/unit glob and
-# linked with reqtrace_core like every unit test) also need the testbed's
+# linked with every module like every unit test) also need the testbed's
 # own libraries.
 foreach(t test_testbed_knobs test_testbed_http test_testbed_io test_testbed_resp
 		test_testbed_truth)
 	if(TARGET ${t})
 		target_link_libraries(${t} PRIVATE rt_load rt_testbed)
+		rt_test_private(${t} testbed)
 	endif()
 endforeach()

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cupti/bufpool.h"
-#include "cupti/calltrack.h"
+#include "bufpool.h"
+#include "calltrack.h"
 
 static void test_pool_bounds_and_discard(void **state)
 {

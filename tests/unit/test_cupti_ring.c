@@ -24,8 +24,8 @@
 
 #include <reqtrace/inject.h>
 
-#include "cupti/proto.h"
-#include "cupti/ring.h"
+#include "proto.h"
+#include "ring.h"
 #include "sources/inject_server.h"
 
 #define MAX_RECS 8192

@@ -31,7 +31,7 @@
 #include "proto/http.h"
 #include "proto/stream.h"
 #include "export/redact.h"
-#include "export/redact_int.h"
+#include "redact_int.h"
 #include "export/span_json.h"
 #include "merge/pipeline.h"
 #include "sources/rtrace_read.h"

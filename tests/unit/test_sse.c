@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "proto/http.h"
-#include "proto/http_int.h"
+#include "http_int.h"
 
 static struct rt_sse_event classify(const char *s, bool incomplete)
 {

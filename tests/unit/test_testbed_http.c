@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "testbed/http.h"
+#include "http.h"
 
 static int parse(const char *s, struct tb_http_req *r)
 {

@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "testbed/clock.h"
-#include "testbed/io.h"
+#include "clock.h"
+#include "io.h"
 
 static const enum tb_io_mode modes[] = { TB_IO_READWRITE, TB_IO_VECTOR, TB_IO_SOCKET, TB_IO_MSG,
 					 TB_IO_SPLIT };

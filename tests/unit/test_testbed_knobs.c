@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "testbed/knobs.h"
+#include "knobs.h"
 
 static void test_defaults_batch_ratio(void **state)
 {

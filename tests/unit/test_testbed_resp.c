@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "testbed/load/resp.h"
-#include "testbed/load/stats.h"
+#include "load/resp.h"
+#include "load/stats.h"
 
 #define HEAD_SSE                                                                                   \
 	"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"     \

@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "testbed/truth.h"
+#include "truth.h"
 
 static const char *const keys[] = {
 	"request_id",	   "arrival_ns",	  "received_ns", "tokenize_start_ns",

@@ -19,9 +19,9 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "testbed/load/resp.h"
-#include "testbed/load/stats.h"
-#include "testbed/clock.h"
+#include "resp.h"
+#include "stats.h"
+#include "clock.h"
 
 #define REQUESTS_MAX 1000000u
 #define WORKERS_MAX 1024u

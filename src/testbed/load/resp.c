@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/load/resp.h"
+#include "resp.h"
 
 #include <errno.h>
 #include <stdarg.h>

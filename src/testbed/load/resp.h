@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "testbed/buf.h"
+#include "buf.h"
 
 #define LD_HEAD_MAX 16384
 #define LD_EVENT_MAX (1u << 20) /* one SSE event */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-#include "testbed/load/stats.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "testbed/buf.h"
+#include "buf.h"
 
 struct ld_result {
 	char id[128];
