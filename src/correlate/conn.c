@@ -2,9 +2,10 @@
 /*
  * Connections: socket records → HTTP parsers → request boundaries.
  *
- * The parsers call back while consuming one syscall's bytes; c->cur_* hold
- * that syscall's timestamps so each boundary gets the instant the span
- * contract asks for (a read's exit, a write's entry or exit).
+ * The parsers call back while consuming one syscall's bytes; the context
+ * they are handed (struct io) holds that syscall's timestamps, so each
+ * boundary gets the instant the span contract asks for (a read's exit, a
+ * write's entry or exit).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -245,16 +246,25 @@ void rt_conn_on_accept(struct rt_correlator *c, const struct rt_ev_sock_conn *ev
 
 /* ---- request parser callbacks ----------------------------------------- */
 
+/* The parser callbacks' context: the connection and the syscall being parsed. */
+struct io {
+	struct rt_correlator *c;
+	struct rt_conn *conn;
+	uint64_t enter; /* the syscall's entry */
+	uint64_t exit; /* its exit */
+};
+
 static void req_on_begin(void *ctx)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_conn *conn = c->cur_conn;
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_conn *conn = io->conn;
 	struct rt_req *r;
 
 	if (conn->receiving) /* parser began again without completing: drop the old */
 		if ((r = rt_req_get(c, conn->receiving)))
-			rt_req_end(c, r, c->cur_exit, RT_OUTCOME_ABORTED);
-	r = rt_req_new(c, conn, c->cur_exit);
+			rt_req_end(c, r, io->exit, RT_OUTCOME_ABORTED);
+	r = rt_req_new(c, conn, io->exit);
 	conn->receiving = r ? r->serial : 0;
 	if (!r)
 		return;
@@ -264,8 +274,9 @@ static void req_on_begin(void *ctx)
 
 static void req_on_headers(void *ctx, const struct rt_http_req_info *info)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_req *r = rt_req_get(c, c->cur_conn->receiving);
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_req *r = rt_req_get(c, io->conn->receiving);
 	char id[RT_SPAN_ID_MAX];
 
 	if (!r)
@@ -279,8 +290,7 @@ static void req_on_headers(void *ctx, const struct rt_http_req_info *info)
 		rt_req_set_id(c, r, info->request_id);
 		r->id_from_header = true;
 	} else {
-		snprintf(id, sizeof(id), "%u:%d:%u", c->cur_conn->pid, c->cur_conn->fd,
-			 c->cur_conn->seq);
+		snprintf(id, sizeof(id), "%u:%d:%u", io->conn->pid, io->conn->fd, io->conn->seq);
 		rt_req_set_id(c, r, id);
 	}
 	if (info->guessed)
@@ -289,8 +299,9 @@ static void req_on_headers(void *ctx, const struct rt_http_req_info *info)
 
 static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_conn *conn = c->cur_conn;
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_conn *conn = io->conn;
 	struct rt_req *r = rt_req_get(c, conn->receiving);
 
 	conn->receiving = 0;
@@ -299,7 +310,7 @@ static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
 	/* uncaptured bytes inside a known length are fine; a guessed end is not */
 	if (info->guessed)
 		r->span.flags |= RT_SPAN_INCOMPLETE;
-	r->span.received_ns = c->cur_exit;
+	r->span.received_ns = io->exit;
 	r->state = RT_REQ_WAITING;
 	if (conn->n_fifo >= RT_CONN_FIFO_MAX) {
 		/* a client pipelining this deep: give up on the oldest */
@@ -309,7 +320,7 @@ static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
 		conn->n_fifo--;
 		if (old) {
 			old->span.flags |= RT_SPAN_INCOMPLETE;
-			rt_req_end(c, old, c->cur_exit, RT_OUTCOME_ABORTED);
+			rt_req_end(c, old, io->exit, RT_OUTCOME_ABORTED);
 		}
 	}
 	conn->fifo[conn->n_fifo++] = r->serial;
@@ -345,12 +356,13 @@ static void mark_unreadable(struct rt_correlator *c, struct rt_conn *conn, enum 
 
 static void req_on_error(void *ctx, enum rt_http_error err)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_conn *conn = c->cur_conn;
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_conn *conn = io->conn;
 	struct rt_req *r = rt_req_get(c, conn->receiving);
 
 	if (r) /* never a valid request: no span */
-		rt_req_discard(c, r, c->cur_exit);
+		rt_req_discard(c, r, io->exit);
 	conn->receiving = 0;
 	mark_unreadable(c, conn, err);
 }
@@ -385,8 +397,9 @@ static void add_reported(struct rt_req *r, const struct rt_http_reported *rep, u
 
 static void resp_on_begin(void *ctx)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_conn *conn = c->cur_conn;
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_conn *conn = io->conn;
 	struct rt_req *r;
 
 	if (conn->responding)
@@ -403,13 +416,14 @@ static void resp_on_begin(void *ctx)
 	if (!r)
 		return;
 	r->state = RT_REQ_RESPONDING;
-	r->resp_first_enter = c->cur_enter;
+	r->resp_first_enter = io->enter;
 }
 
 static void resp_on_headers(void *ctx, const struct rt_http_resp_info *info)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_req *r = rt_req_get(c, c->cur_conn->responding);
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_req *r = rt_req_get(c, io->conn->responding);
 
 	if (!r)
 		return;
@@ -422,8 +436,9 @@ static void resp_on_headers(void *ctx, const struct rt_http_resp_info *info)
 
 static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_req *r = rt_req_get(c, c->cur_conn->responding);
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_req *r = rt_req_get(c, io->conn->responding);
 
 	if (!r)
 		return;
@@ -439,11 +454,11 @@ static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 	case RT_SSE_CONTENT:
 		r->span.events_out++;
 		if (!r->span.first_token_ns)
-			r->span.first_token_ns = c->cur_enter;
+			r->span.first_token_ns = io->enter;
 		else
-			rt_span_add_gap(r, (int64_t)(c->cur_enter - r->last_event_enter));
-		r->last_event_enter = c->cur_enter;
-		r->span.last_token_ns = c->cur_enter;
+			rt_span_add_gap(r, (int64_t)(io->enter - r->last_event_enter));
+		r->last_event_enter = io->enter;
+		r->span.last_token_ns = io->enter;
 		break;
 	default:
 		break;
@@ -452,8 +467,9 @@ static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 
 static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_conn *conn = c->cur_conn;
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_conn *conn = io->conn;
 	struct rt_req *r = rt_req_get(c, conn->responding);
 
 	conn->responding = 0;
@@ -464,18 +480,19 @@ static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
 	add_reported(r, done->reported, done->n_reported);
 	if (done->guessed)
 		r->span.flags |= RT_SPAN_INCOMPLETE;
-	rt_req_end(c, r, c->cur_exit, r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
+	rt_req_end(c, r, io->exit, r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
 }
 
 static void resp_on_error(void *ctx, enum rt_http_error err)
 {
-	struct rt_correlator *c = ctx;
-	struct rt_conn *conn = c->cur_conn;
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_conn *conn = io->conn;
 	struct rt_req *r = rt_req_get(c, conn->responding);
 
 	if (r) {
 		r->span.flags |= RT_SPAN_INCOMPLETE;
-		rt_req_end(c, r, c->cur_exit,
+		rt_req_end(c, r, io->exit,
 			   r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
 	}
 	conn->responding = 0;
@@ -604,6 +621,7 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 	struct rt_thread *t;
 	struct rt_conn *conn;
 	struct rt_req *r;
+	struct io io;
 
 	if (!rt_proc_get(c, ev->hdr.pid, true))
 		return;
@@ -654,11 +672,6 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 	if (conn->unreadable)
 		return;
 
-	c->cur_conn = conn;
-	c->cur_ev = &ev->hdr;
-	c->cur_enter = ev->enter_ns;
-	c->cur_exit = ev->hdr.ts_ns;
-	c->cur_tid = ev->hdr.tid;
 	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
 		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
 	if (!recv && t) {
@@ -670,7 +683,8 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 			rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
 	}
 	/* an inbound connection: the client's bytes are requests */
-	rt_stream_feed(&conn->stream, recv ? RT_STREAM_REQ : RT_STREAM_RESP, ev, &stream_ops, c);
+	io = (struct io){ .c = c, .conn = conn, .enter = ev->enter_ns, .exit = ev->hdr.ts_ns };
+	rt_stream_feed(&conn->stream, recv ? RT_STREAM_REQ : RT_STREAM_RESP, ev, &stream_ops, &io);
 	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
 		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
 	/* a read that completed requests: the reader worked for each of them */
@@ -679,11 +693,9 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 
 		for (i = 0; i < conn->n_fifo; i++)
 			if ((r = rt_req_get(c, conn->fifo[i])) &&
-			    r->span.received_ns == c->cur_exit)
+			    r->span.received_ns == ev->hdr.ts_ns)
 				rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
 	}
-	c->cur_conn = NULL;
-	c->cur_ev = NULL;
 }
 
 void rt_conn_on_close(struct rt_correlator *c, const struct rt_ev_sock_close *ev)
@@ -695,11 +707,11 @@ void rt_conn_on_close(struct rt_correlator *c, const struct rt_ev_sock_close *ev
 	if (ev->hdr.kind == RT_EV_SOCK_SHUTDOWN)
 		return; /* half-close: the connection may still carry a response */
 	if (conn->responding) {
-		c->cur_conn = conn;
-		c->cur_enter = ev->enter_ns;
-		c->cur_exit = ev->hdr.ts_ns;
-		rt_stream_eof(&conn->stream, &stream_ops, c);
-		c->cur_conn = NULL;
+		struct io io = {
+			.c = c, .conn = conn, .enter = ev->enter_ns, .exit = ev->hdr.ts_ns
+		};
+
+		rt_stream_eof(&conn->stream, &stream_ops, &io);
 	}
 	conn_close(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);
 }

@@ -207,12 +207,6 @@ struct rt_correlator {
 	struct rt_recent *recent;
 	uint32_t recent_head;
 
-	/* context for the HTTP parser callbacks */
-	struct rt_conn *cur_conn;
-	const struct rt_event_hdr *cur_ev;
-	uint64_t cur_enter, cur_exit;
-	uint32_t cur_tid;
-
 	struct rt_gpu_state gpu; /* gpu.c */
 };
 
