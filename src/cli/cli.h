@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The `reqtrace` command: one function per subcommand (docs/cli.md). */
+/* The `reqtrace` command: one function per subcommand, each in cmd_<name>.c (docs/cli.md). */
 #ifndef RT_CLI_H
 #define RT_CLI_H
 
@@ -27,7 +27,7 @@ int rt_cmd_top(struct rt_cli *cli, int argc, char **argv);
 int rt_cmd_why(struct rt_cli *cli, int argc, char **argv);
 int rt_cmd_demo(struct rt_cli *cli, int argc, char **argv);
 
-/* ---- shared by the views (show, top, why: cmd_show.c, cmd_top.c) ---- */
+/* ---- shared by the views (show, top, why, demo) ---- */
 
 /* An in-flight request as `top` lists it, from the daemon or a recording's end. */
 struct rt_cli_open {
@@ -56,22 +56,14 @@ struct rt_cli_rec {
 };
 
 /*
- * Replay the recording at path into out. Returns 0, or a CLI exit code
- * after printing a one-line message (unreadable or bad file).
+ * Replay the recording at path into out (rec.c). Returns 0, or a CLI exit
+ * code after printing a one-line message (unreadable or bad file).
  */
 int rt_cli_rec_load(const char *path, struct rt_cli_rec *out);
 void rt_cli_rec_free(struct rt_cli_rec *r);
 
 /*
- * Finished spans from the daemon ({"cmd":"spans"}, since_ns 0: all), oldest
- * first, at most RT_CLI_SPANS_MAX. Returns 0 or a CLI exit code (message
- * printed); *spans is malloc'ed (free() it), also when *n is 0.
- */
-int rt_cli_fetch_spans(const char *socket_path, uint64_t since_ns, struct rt_span **spans,
-		       size_t *n);
-
-/*
- * One `top` frame from the daemon on stdout (the demo's view): plain as
+ * One `top` frame (cmd_top.c) from the daemon on stdout (the demo's view): plain as
  * `top --once` prints it, or, with screen, cleared and clipped to the
  * terminal. Returns 0 or a CLI exit code (message printed).
  */

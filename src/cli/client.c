@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "export/span_json.h"
 
 #define LINE_MAX_BYTES (8u << 20)
 
@@ -154,5 +155,77 @@ int rt_client_call(const char *socket_path, const char *request, rt_line_fn fn, 
 out:
 	free(buf);
 	close(fd);
+	return rc;
+}
+
+double rt_client_num(const struct cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* ---- finished spans ------------------------------------------------------------ */
+
+struct fetch {
+	struct rt_span *spans;
+	size_t n, cap;
+	uint64_t dropped;
+	bool oom;
+};
+
+static int fetch_line(const char *line, size_t len, void *ctx)
+{
+	struct fetch *x = ctx;
+
+	(void)len;
+	if (x->n >= RT_CLI_SPANS_MAX) {
+		x->dropped++;
+		return 0;
+	}
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 256;
+		void *p = realloc(x->spans, cap * sizeof(*x->spans));
+
+		if (!p) {
+			x->oom = true;
+			return 1;
+		}
+		x->spans = p;
+		x->cap = cap;
+	}
+	if (!rt_span_from_json(line, &x->spans[x->n]))
+		x->n++;
+	return 0;
+}
+
+int rt_client_spans(const char *socket_path, uint64_t since_ns, struct rt_span **spans, size_t *n)
+{
+	struct fetch x = { 0 };
+	struct rt_jsonw w;
+	int rc;
+
+	rt_client_request(&w, "spans");
+	if (since_ns) {
+		rt_jsonw_key(&w, "since");
+		rt_jsonw_uint(&w, since_ns);
+	}
+	rt_jsonw_obj_close(&w);
+	rc = rt_client_call(socket_path, rt_jsonw_str(&w), fetch_line, &x, NULL, 0);
+	rt_jsonw_fini(&w);
+	if (x.oom) {
+		fprintf(stderr, "reqtrace: out of memory\n");
+		rc = RT_EXIT_FAIL;
+	}
+	if (x.dropped)
+		fprintf(stderr, "reqtrace: only the first %d spans are used (%llu more)\n",
+			RT_CLI_SPANS_MAX, (unsigned long long)x.dropped);
+	if (rc) {
+		free(x.spans);
+		x.spans = NULL;
+		x.n = 0;
+	}
+	*spans = x.spans;
+	*n = x.n;
 	return rc;
 }

@@ -4,8 +4,12 @@
 #define RT_CLI_CLIENT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/jsonw.h"
+
+struct cJSON;
+struct rt_span;
 
 /*
  * Start a request line in w (initialised here): {"v":1,"cmd":CMD then the
@@ -24,5 +28,15 @@ typedef int (*rt_line_fn)(const char *line, size_t len, void *ctx);
  */
 int rt_client_call(const char *socket_path, const char *request, rt_line_fn fn, void *ctx,
 		   char *end_line, size_t end_len);
+
+/* The number o[k], 0 when absent or not a number (o may be NULL). */
+double rt_client_num(const struct cJSON *o, const char *k);
+
+/*
+ * Finished spans from the daemon ({"cmd":"spans"}, since_ns 0: all), oldest
+ * first, at most RT_CLI_SPANS_MAX. Returns 0 or a CLI exit code (message
+ * printed); *spans is malloc'ed (free() it), also when *n is 0.
+ */
+int rt_client_spans(const char *socket_path, uint64_t since_ns, struct rt_span **spans, size_t *n);
 
 #endif /* RT_CLI_CLIENT_H */

@@ -100,32 +100,56 @@ static bool executable(const char *p)
 	return !stat(p, &st) && S_ISREG(st.st_mode) && !access(p, X_OK);
 }
 
-/* The first of bindir/rel[i] that exists, into out. */
-static bool find_in(char *out, const char *bindir, const char *const *rel, size_t n)
+/*
+ * Where the programs the demo runs lie, relative to the reqtrace binary:
+ * in the build tree, and in the installed layout. src/cli/CMakeLists.txt
+ * computes both from the build's output folders and its install rules, so
+ * they cannot drift from where the files really are.
+ */
+struct layout {
+	const char *name;
+	const char *helpers; /* reqtrace-testbed, reqtrace-load */
+	const char *daemon; /* reqtraced */
+	const char *configs; /* scenarios/<name>.conf */
+};
+
+static const struct layout layouts[] = {
+	{ "build tree", RT_DEMO_BUILD_HELPERS, RT_DEMO_BUILD_DAEMON, RT_DEMO_BUILD_CONFIGS },
+	{ "installed", RT_DEMO_INST_HELPERS, RT_DEMO_INST_DAEMON, RT_DEMO_INST_CONFIGS },
+};
+
+static bool find(char *out, const char *bindir, const char *rel, const char *name)
+{
+	if (snprintf(out, PATH_MAX, "%s/%s/%s", bindir, rel, name) >= PATH_MAX)
+		return false;
+	return executable(out);
+}
+
+/* The first layout that holds all three programs. */
+static const struct layout *find_programs(struct demo *d)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		if (snprintf(out, PATH_MAX, "%s/%s", bindir, rel[i]) >= PATH_MAX)
-			continue;
-		if (executable(out))
-			return true;
+	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		const struct layout *l = &layouts[i];
+
+		if (find(d->testbed, d->bindir, l->helpers, "reqtrace-testbed") &&
+		    find(d->load, d->bindir, l->helpers, "reqtrace-load") &&
+		    find(d->daemon, d->bindir, l->daemon, "reqtraced"))
+			return l;
 	}
-	return false;
+	return NULL;
 }
 
 static int locate(struct demo *d)
 {
-	static const char *const testbed[] = { "src/testbed/reqtrace-testbed", "reqtrace-testbed" };
-	static const char *const load[] = { "src/testbed/reqtrace-load", "reqtrace-load" };
-	static const char *const daemon[] = { "reqtraced", "../sbin/reqtraced" };
-	static const char *const cfg[] = { "../configs", "../../configs",
-					   "../share/reqtrace/configs" };
 	const char *env = getenv("RT_CONFIG_DIR");
+	const struct layout *l;
 	char exe[PATH_MAX], *slash;
 	ssize_t n;
-	size_t i;
+	int w;
 
+	/* /proc/self/exe, not argv[0]: found through $PATH or a symlink alike */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
 		fprintf(stderr, "reqtrace: cannot find my own binary: %s\n", strerror(errno));
@@ -135,13 +159,13 @@ static int locate(struct demo *d)
 	slash = strrchr(exe, '/');
 	*slash = '\0';
 	snprintf(d->bindir, sizeof(d->bindir), "%s", exe[0] ? exe : "/");
-	if (!find_in(d->testbed, d->bindir, testbed, 2) || !find_in(d->load, d->bindir, load, 2) ||
-	    !find_in(d->daemon, d->bindir, daemon, 2)) {
+	l = find_programs(d);
+	if (!l) {
 		fprintf(stderr,
-			"reqtrace: demo needs reqtraced, reqtrace-testbed and reqtrace-load next "
-			"to "
-			"%s/reqtrace (build all targets)\n",
-			d->bindir);
+			"reqtrace: demo needs reqtraced (%s/%s or %s/%s) and reqtrace-testbed, "
+			"reqtrace-load (%s/%s or %s/%s): build all targets, or install\n",
+			d->bindir, RT_DEMO_BUILD_DAEMON, d->bindir, RT_DEMO_INST_DAEMON, d->bindir,
+			RT_DEMO_BUILD_HELPERS, d->bindir, RT_DEMO_INST_HELPERS);
 		return RT_EXIT_FAIL;
 	}
 	/* SCENARIO may be a file of knobs itself */
@@ -150,25 +174,21 @@ static int locate(struct demo *d)
 		if (!access(d->scenario, R_OK))
 			return RT_EXIT_OK;
 	} else {
-		for (i = 0; i < 4; i++) {
-			const char *base = i == 0 ? env : cfg[i - 1];
-			int w;
-
-			if (!base)
-				continue;
-			w = i == 0 ? snprintf(d->scenario, sizeof(d->scenario),
-					      "%s/scenarios/%s.conf", base, d->name) :
-				     snprintf(d->scenario, sizeof(d->scenario),
-					      "%s/%s/scenarios/%s.conf", d->bindir, base, d->name);
+		if (env) {
+			w = snprintf(d->scenario, sizeof(d->scenario), "%s/scenarios/%s.conf", env,
+				     d->name);
 			if (w < (int)sizeof(d->scenario) && !access(d->scenario, R_OK))
 				return RT_EXIT_OK;
 		}
+		w = snprintf(d->scenario, sizeof(d->scenario), "%s/%s/scenarios/%s.conf", d->bindir,
+			     l->configs, d->name);
+		if (w < (int)sizeof(d->scenario) && !access(d->scenario, R_OK))
+			return RT_EXIT_OK;
 	}
 	fprintf(stderr,
-		"reqtrace: no scenario '%s' (looked in $RT_CONFIG_DIR, %s/../configs, "
-		"%s/../../configs); shipped: preprocess-bound, healthy, batch1, batch8, "
-		"queue-burst, comm-bound\n",
-		d->name, d->bindir, d->bindir);
+		"reqtrace: no scenario '%s' (looked in $RT_CONFIG_DIR and %s/%s, %s layout); "
+		"shipped: preprocess-bound, healthy, batch1, batch8, queue-burst, comm-bound\n",
+		d->name, d->bindir, l->configs, l->name);
 	return RT_EXIT_USAGE;
 }
 
@@ -515,7 +535,7 @@ static int collect(struct demo *d, long want, struct rt_span **spans, size_t *n)
 	int rc;
 
 	for (;;) {
-		rc = rt_cli_fetch_spans(d->sock, 0, spans, n);
+		rc = rt_client_spans(d->sock, 0, spans, n);
 		if (rc || (long)*n >= want || now_ms() > until || interrupted)
 			return rc;
 		free(*spans);

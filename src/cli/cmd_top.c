@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * reqtrace top [--once] [--interval DUR] [--file REC.rtrace]
- * reqtrace why [--since DUR] [--file REC.rtrace]
  *
- * The aggregate views: a live frame of in-flight and recent requests with
- * per-phase percentiles (top), and the verdict over finished spans (why).
+ * A live frame of in-flight and recent requests with per-phase percentiles.
  * Full-screen mode uses ANSI clear/home only, so it works over SSH in any
  * terminal; `--once` prints one plain frame for scripts.
  */
@@ -26,7 +24,6 @@
 #include "common/jsonw.h"
 #include "export/span_json.h"
 #include "verdict/stats.h"
-#include "verdict/verdict.h"
 
 #define WINDOW_NS (60ull * 1000000000ull)
 #define RECENT_ROWS 10
@@ -44,72 +41,6 @@ struct frame {
 	const char *window_desc;
 	char drops[512];
 };
-
-/* ---- fetching from the daemon ------------------------------------------------ */
-
-struct fetch {
-	struct rt_span *spans;
-	size_t n, cap;
-	uint64_t dropped;
-	bool oom;
-};
-
-static int fetch_line(const char *line, size_t len, void *ctx)
-{
-	struct fetch *x = ctx;
-
-	(void)len;
-	if (x->n >= RT_CLI_SPANS_MAX) {
-		x->dropped++;
-		return 0;
-	}
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 256;
-		void *p = realloc(x->spans, cap * sizeof(*x->spans));
-
-		if (!p) {
-			x->oom = true;
-			return 1;
-		}
-		x->spans = p;
-		x->cap = cap;
-	}
-	if (!rt_span_from_json(line, &x->spans[x->n]))
-		x->n++;
-	return 0;
-}
-
-int rt_cli_fetch_spans(const char *socket_path, uint64_t since_ns, struct rt_span **spans,
-		       size_t *n)
-{
-	struct fetch x = { 0 };
-	struct rt_jsonw w;
-	int rc;
-
-	rt_client_request(&w, "spans");
-	if (since_ns) {
-		rt_jsonw_key(&w, "since");
-		rt_jsonw_uint(&w, since_ns);
-	}
-	rt_jsonw_obj_close(&w);
-	rc = rt_client_call(socket_path, rt_jsonw_str(&w), fetch_line, &x, NULL, 0);
-	rt_jsonw_fini(&w);
-	if (x.oom) {
-		fprintf(stderr, "reqtrace: out of memory\n");
-		rc = RT_EXIT_FAIL;
-	}
-	if (x.dropped)
-		fprintf(stderr, "reqtrace: only the first %d spans are used (%llu more)\n",
-			RT_CLI_SPANS_MAX, (unsigned long long)x.dropped);
-	if (rc) {
-		free(x.spans);
-		x.spans = NULL;
-		x.n = 0;
-	}
-	*spans = x.spans;
-	*n = x.n;
-	return rc;
-}
 
 struct live {
 	struct rt_cli_open *open;
@@ -377,7 +308,7 @@ static int build(struct top *t, struct frame *fr)
 		rc = rt_client_call(t->socket_path, req, open_line, &t->live, NULL, 0);
 	}
 	if (!rc)
-		rc = rt_cli_fetch_spans(t->socket_path, WINDOW_NS, &t->spans, &n);
+		rc = rt_client_spans(t->socket_path, WINDOW_NS, &t->spans, &n);
 	if (rc)
 		return rc;
 	snprintf(fr->source, sizeof(fr->source), "daemon %s", t->socket_path);
@@ -607,73 +538,5 @@ cleanup:
 	free(t.spans);
 	free(t.live.open);
 	rt_cli_rec_free(&t.rec);
-	return rc;
-}
-
-/* ---- why ----------------------------------------------------------------------------- */
-
-int rt_cmd_why(struct rt_cli *cli, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "since", required_argument, NULL, 's' },
-		{ "file", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *use = "usage: reqtrace why [--since DUR] [--file REC.rtrace]\n";
-	struct rt_cli_rec rec = { 0 };
-	struct rt_span *spans = NULL;
-	struct rt_verdict *v = NULL;
-	const char *file = NULL;
-	uint64_t since = 0;
-	size_t n = 0;
-	int c, rc;
-
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (rt_dur_parse(optarg, &since) || !since) {
-				fprintf(stderr,
-					"reqtrace: --since: a duration such as 30s or 5m\n");
-				return RT_EXIT_USAGE;
-			}
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'h':
-			fputs(use, stdout);
-			return RT_EXIT_OK;
-		default:
-			fputs(use, stderr);
-			return RT_EXIT_USAGE;
-		}
-	}
-	if (optind != argc || (file && since)) {
-		fputs(use, stderr);
-		return RT_EXIT_USAGE;
-	}
-	if (file) {
-		rc = rt_cli_rec_load(file, &rec);
-		spans = rec.spans;
-		n = rec.n_spans;
-	} else {
-		rc = rt_cli_fetch_spans(cli->socket_path, since, &spans, &n);
-	}
-	if (rc)
-		goto cleanup;
-	v = malloc(sizeof(*v));
-	if (!v || rt_verdict_compute(spans, n, v)) {
-		fprintf(stderr, "reqtrace: out of memory\n");
-		rc = RT_EXIT_FAIL;
-		goto cleanup;
-	}
-	rt_verdict_print(stdout, v);
-cleanup:
-	free(v);
-	if (file)
-		rt_cli_rec_free(&rec);
-	else
-		free(spans);
 	return rc;
 }

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * reqtrace why [--since DUR] [--file REC.rtrace]
+ *
+ * The verdict over finished spans (verdict/verdict.h): which phase
+ * dominates, and why. From the daemon, or from a recording replayed here.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <reqtrace/span.h>
+
+#include "cli.h"
+#include "client.h"
+#include "common/dur.h"
+#include "verdict/verdict.h"
+
+int rt_cmd_why(struct rt_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "since", required_argument, NULL, 's' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *use = "usage: reqtrace why [--since DUR] [--file REC.rtrace]\n";
+	struct rt_cli_rec rec = { 0 };
+	struct rt_span *spans = NULL;
+	struct rt_verdict *v = NULL;
+	const char *file = NULL;
+	uint64_t since = 0;
+	size_t n = 0;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (rt_dur_parse(optarg, &since) || !since) {
+				fprintf(stderr,
+					"reqtrace: --since: a duration such as 30s or 5m\n");
+				return RT_EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'h':
+			fputs(use, stdout);
+			return RT_EXIT_OK;
+		default:
+			fputs(use, stderr);
+			return RT_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || (file && since)) {
+		fputs(use, stderr);
+		return RT_EXIT_USAGE;
+	}
+	if (file) {
+		rc = rt_cli_rec_load(file, &rec);
+		spans = rec.spans;
+		n = rec.n_spans;
+	} else {
+		rc = rt_client_spans(cli->socket_path, since, &spans, &n);
+	}
+	if (rc)
+		goto cleanup;
+	v = malloc(sizeof(*v));
+	if (!v || rt_verdict_compute(spans, n, v)) {
+		fprintf(stderr, "reqtrace: out of memory\n");
+		rc = RT_EXIT_FAIL;
+		goto cleanup;
+	}
+	rt_verdict_print(stdout, v);
+cleanup:
+	free(v);
+	if (file)
+		rt_cli_rec_free(&rec);
+	else
+		free(spans);
+	return rc;
+}
