@@ -15,6 +15,7 @@
 #include "common/hmap.h"
 #include "correlate/correlator.h"
 #include "correlate/gpu.h"
+#include "gpu_state.h"
 #include "proto/stream.h"
 
 #define RT_THREAD_OWNERS_MAX 32 /* persistent I/O owners of one thread */

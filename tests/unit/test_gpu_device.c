@@ -24,6 +24,7 @@
 
 #include "correlate/correlator.h"
 #include "correlate/gpu.h"
+#include "gpu_state.h" /* white-box: the table bounds */
 
 #define PID 100
 #define PID2 300
