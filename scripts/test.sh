@@ -6,6 +6,9 @@
 # tsan label in the third. gpu-labelled tests need an NVIDIA device and are
 # not run here (tests/gpu/run.sh).
 # With CI=true, tests that need BPF fail instead of skipping.
+# With RT_TEST_STRESS=1 every ctest run has two CPU hogs and a memory
+# churner beside it (scripts/stress.sh): the suite as a slow, busy machine
+# of the same kind would run it. RT_TEST_REGEX limits ctest to matching tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,13 +25,17 @@ echo "== format check"
 ./scripts/check-format.sh
 
 jobs=$(nproc)
+wrap=()
+[ "${RT_TEST_STRESS:-0}" = 1 ] && wrap=(../scripts/stress.sh)
+only=()
+[ -n "${RT_TEST_REGEX:-}" ] && only=(-R "$RT_TEST_REGEX")
 echo "== tests (normal build)"
-(cd build && ctest --output-on-failure -j"$jobs" -LE gpu)
+(cd build && "${wrap[@]}" ctest --output-on-failure -j"$jobs" -LE gpu "${only[@]}")
 echo "== tests (ASan+UBSan build)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ctest --output-on-failure -j"$jobs" -LE gpu)
+	"${wrap[@]}" ctest --output-on-failure -j"$jobs" -LE gpu "${only[@]}")
 echo "== tests (TSan build: the injection library's threads)"
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	ctest --output-on-failure -j"$jobs" -L tsan)
+	"${wrap[@]}" ctest --output-on-failure -j"$jobs" -L tsan "${only[@]}")
 echo "== all tests passed"

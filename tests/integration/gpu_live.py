@@ -14,14 +14,24 @@ request). Checks:
            contain the fake's own duration; NCCL calls once each although
            ncclX and pncclX are one function with two names; no loss
   markers  (--markers, concurrency 4, grouped NCCL) per request: sync_wait_ms
-           equals the configured work of its steps within 1 ms or 3%;
-           launches and bytes are the equal split (counts conserved exactly)
+           equals what the engine measured around the waits of its steps
+           within 1 ms or 3%; launches and bytes are the equal split (counts
+           conserved exactly)
   zero     (no markers, concurrency 1, plain NCCL) per request: sync_wait_ms
-           and comm_wait_ms equal the configured work within 1 ms or 3%;
-           launches and bytes exact
+           and comm_wait_ms equal the engine's own measurement of its steps'
+           waits and collective waits within 1 ms or 3%; launches and bytes
+           exact
   load     (no markers, concurrency 4) the engine set (docs/gpu.md) holds
            every request of a step: each request waited at least its steps'
-           work, at most the work done while it was in flight
+           measured waits, at most the waits while it was in flight
+
+The truth for a wait is the engine's measurement of that wait in the same
+run (the step log's sync_ns and comm_ns: its clock read around each call),
+never the fakes' configured work: on a busy machine a sync returns later
+than its work is done (a late wakeup, a stolen vCPU), and reqtrace must
+report the wait that happened. Time checks are orderings (a probe's record
+brackets the fake's own timing of the call), not wall-clock bounds. A failed
+check prints the steps and records it was judged on.
 
 usage: gpu_live.py --mode markers|zero|load --fakes DIR
 """
@@ -117,7 +127,7 @@ def check_events(recs, calls, pid, nccl_mode):
         if len(cs) != len(rs):
             bad.append("tid %d: %d calls, %d records" % (tid, len(cs), len(rs)))
             continue
-        for c, r in zip(cs, rs):
+        for i, (c, r) in enumerate(zip(cs, rs)):
             n += 1
             if r["kind"] == EV_NCCL_ENTER:
                 name = "nccl" + "".join(w.capitalize() for w in NCCL_OPS[r["op"]].split("_"))
@@ -127,11 +137,12 @@ def check_events(recs, calls, pid, nccl_mode):
                 want = (fn == c["fn"] and r["bytes"] == c["bytes"] and r["stream"] == c["stream"]
                         and (c["kind"] == "-" or COPY_KINDS[r["copy"]] == c["kind"]))
                 if r["kind"] == EV_CUDA_EXIT:
-                    # the probe times the call from outside: it contains the fake's own timing
-                    want = want and r["enter"] <= c["enter"] and r["ts"] >= c["exit"] and \
-                        (r["ts"] - r["enter"]) - (c["exit"] - c["enter"]) < 2 * MS
-            # the uprobe fires before the function reads the clock
-            want = want and 0 <= c["enter"] - r["enter"] < 2 * MS
+                    # the probe times the call from outside: its interval holds the fake's own
+                    want = want and r["ts"] >= c["exit"]
+            # the uprobe fires before the function reads the clock, and the thread's next
+            # probe after that (a call nested in this one, such as NCCL's launch, included)
+            want = want and r["enter"] <= c["enter"] and \
+                (i + 1 == len(rs) or c["enter"] <= rs[i + 1]["enter"])
             if not want:
                 bad.append((tid, c, r))
     check(not bad and n == len(calls),
@@ -190,15 +201,32 @@ def close(got_ms, want_ns):
     return got_ms is not None and abs(got_ms - want) <= max(1.0, 0.03 * want)
 
 
-def check_requests(mode, spans, truth, steps):
+def explain(rid, ss, spans, recs):
+    """What a reader of CI's output needs to judge a request that was off."""
+    s = spans.get(rid) or {}
+    log("  request %s: gpu %s, comm_wait_ms %s" % (rid, s.get("gpu"),
+                                                  (s.get("phases") or {}).get("comm_wait_ms")))
+    for x in ss:
+        log("    step %d %s batch %d: configured work %.3f ms (comm %.3f), engine measured "
+            "sync %.3f ms, comm %.3f ms" % (x["step_id"], x["kind"], x["batch"],
+                                            step_work(x)[0] / MS, step_work(x)[1] / MS,
+                                            x["sync_ns"] / MS, x["comm_ns"] / MS))
+        for r in recs:
+            if r["kind"] == EV_CUDA_EXIT and r["tid"] == x["tid"] and \
+                    x["begin_ns"] <= r["enter"] <= x["end_ns"]:
+                log("      record api %d: %d..%d, %.3f ms" % (r["api"], r["enter"], r["ts"],
+                                                             (r["ts"] - r["enter"]) / MS))
+
+
+def check_requests(mode, spans, truth, steps, recs):
     per = steps_of(truth, steps)
     check(len(per) == len(truth), "%s: steps of every request found (%d of %d)"
           % (mode, len(per), len(truth)))
-    # the backend's own measurement agrees with the configured work: the fakes behave
-    off = [(s["step_id"], s["sync_ns"], step_work(s)[0]) for s in steps
-           if abs(s["sync_ns"] - step_work(s)[0]) > max(1 * MS, 0.03 * step_work(s)[0])]
-    check(len(off) <= len(steps) // 50, "%s: the backend waited the configured work in "
-          "%d steps (off: %s)" % (mode, len(steps), off[:3]))
+    # how far the machine made the engine's waits exceed the configured work (information:
+    # the truth below is the measured wait)
+    over = max((s["sync_ns"] - step_work(s)[0]) / MS for s in steps)
+    log("%s: %d steps; the longest wait beyond its configured work: %.3f ms" %
+        (mode, len(steps), over))
     bad_sync, bad_comm, bad_count = [], [], []
     worst = [0.0, 0.0]  # ms off, sync and comm
     for rid, ss in per.items():
@@ -207,12 +235,12 @@ def check_requests(mode, spans, truth, steps):
         if not g:
             bad_sync.append((rid, "no gpu"))
             continue
-        work = sum(step_work(x)[0] for x in ss)
-        comm = sum(step_work(x)[1] for x in ss)
+        waited = sum(x["sync_ns"] for x in ss)
+        comm = sum(x["comm_ns"] for x in ss)
         if mode in ("markers", "zero"):
-            worst[0] = max(worst[0], abs(g["sync_wait_ms"] - work / MS))
-            if not close(g["sync_wait_ms"], work):
-                bad_sync.append((rid, g["sync_wait_ms"], round(work / MS, 3)))
+            worst[0] = max(worst[0], abs(g["sync_wait_ms"] - waited / MS))
+            if not close(g["sync_wait_ms"], waited):
+                bad_sync.append((rid, g["sync_wait_ms"], round(waited / MS, 3)))
         if mode == "zero":
             worst[1] = max(worst[1], abs((s["phases"]["comm_wait_ms"] or 0) - comm / MS))
             if not close(s["phases"]["comm_wait_ms"], comm):
@@ -232,29 +260,30 @@ def check_requests(mode, spans, truth, steps):
                   g["d2h_bytes"] == 4 * len(ss))
         if not ok:
             bad_count.append((rid, g, len(ss)))
-        check_bounds = mode == "load"
-        if check_bounds:
+        if mode == "load":
             # the engine set holds the request in all its steps, and in no step outside
-            # [received, end]: at least its steps' work, at most the work in flight meanwhile
+            # [received, end]: at least its steps' waits, at most the waits in flight meanwhile
             t = next(x for x in truth if x["request_id"] == rid)
             span_steps = [x for x in steps if x["end_ns"] > t["received_ns"] and
                           x["begin_ns"] < t["end_ns"]]
-            hi_work = sum(step_work(x)[0] for x in span_steps)
+            hi_wait = sum(x["sync_ns"] for x in span_steps)
             got = g["sync_wait_ms"] * MS
-            if not (work - max(MS, 0.03 * work) <= got <= hi_work + max(MS, 0.03 * hi_work)):
-                bad_sync.append((rid, g["sync_wait_ms"], work / MS, hi_work / MS))
+            if not (waited - max(MS, 0.03 * waited) <= got <= hi_wait + max(MS, 0.03 * hi_wait)):
+                bad_sync.append((rid, g["sync_wait_ms"], waited / MS, hi_wait / MS))
     if mode in ("markers", "zero"):
-        check(not bad_sync, "%s: per-request sync_wait_ms = configured work of its steps "
-              "within 1 ms or 3%% (worst %.3f ms; off: %s)" % (mode, worst[0], bad_sync[:4]))
+        check(not bad_sync, "%s: per-request sync_wait_ms = the engine's measured waits of its "
+              "steps within 1 ms or 3%% (worst %.3f ms; off: %s)" % (mode, worst[0], bad_sync[:4]))
     else:
-        check(not bad_sync, "%s: per-request sync_wait_ms between its steps' work and the work "
+        check(not bad_sync, "%s: per-request sync_wait_ms between its steps' waits and the waits "
               "while it was in flight (off: %s)" % (mode, bad_sync[:4]))
     if mode == "zero":
-        check(not bad_comm, "%s: per-request comm_wait_ms = configured collective time within "
-              "1 ms or 3%% (worst %.3f ms; off: %s)" % (mode, worst[1], bad_comm[:4]))
+        check(not bad_comm, "%s: per-request comm_wait_ms = the engine's measured collective "
+              "waits within 1 ms or 3%% (worst %.3f ms; off: %s)" % (mode, worst[1], bad_comm[:4]))
     if mode != "load":
         check(not bad_count, "%s: launches, h2d and d2h bytes per request (off: %s)"
               % (mode, bad_count[:3]))
+    for rid in sorted({b[0] for b in bad_sync + bad_comm + bad_count})[:3]:
+        explain(rid, per.get(rid, []), spans, recs)
     # conservation: what the steps did is what the spans got, in all
     total_l = sum(1 + (1 if x["nccl_calls"] else 0) for x in steps)
     total_h = sum(x["h2d_bytes"] for x in steps)
@@ -332,7 +361,7 @@ def main():
     recs, lost = read_rtrace(rec)
     check(lost == 0, "no records lost (%d)" % lost)
     check_events(recs, read_fake_log(fake_log), server.pid, nccl)
-    check_requests(a.mode, spans, [t for t in truth if t["request_id"] in spans], steps)
+    check_requests(a.mode, spans, [t for t in truth if t["request_id"] in spans], steps, recs)
     lc.finish()
 
 

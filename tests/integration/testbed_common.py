@@ -54,10 +54,34 @@ def within(value, want, rel):
     return abs(value - want) <= rel * abs(want)
 
 
+def _show_kept(d, tail_lines=40):
+    """What CI's output needs when nobody can open the kept files: each file's size, and the
+    end of every log the processes wrote (the daemon's, the testbed's stderr)."""
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        return
+    for n in names:
+        p = os.path.join(d, n)
+        try:
+            size = os.path.getsize(p)
+        except OSError:
+            continue
+        log("  kept %s (%d bytes)" % (p, size))
+        if n.endswith((".log", ".stderr")) and size:
+            with open(p, errors="replace") as f:
+                lines = f.read().splitlines()[-tail_lines:]
+            for line in lines:
+                log("    | " + line)
+
+
 def finish():
-    """Exits 1 if a check failed (keeping the temporary files to look at), else 0."""
+    """Exits 1 if a check failed (keeping the temporary files to look at, and printing their
+    logs), else 0."""
     if failures:
         log("%d check(s) failed; files kept in %s" % (len(failures), " ".join(_tmpdirs)))
+        for d in _tmpdirs:
+            _show_kept(d)
         sys.exit(1)
     for d in _tmpdirs:
         shutil.rmtree(d, ignore_errors=True)
