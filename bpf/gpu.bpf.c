@@ -23,6 +23,7 @@
 
 #include <reqtrace/event.h>
 #include <reqtrace/gpu_spec.h>
+#include <reqtrace/uprobe_args.h>
 #include "rt_bpf_shared.h"
 #include "rt_common.bpf.h"
 
@@ -67,16 +68,50 @@ static __always_inline void gpu_count(__u32 slot)
 		__sync_fetch_and_add(v, 1);
 }
 
+/*
+ * The uprobe argument ABI of the arch the object is built for
+ * (<reqtrace/uprobe_args.h>): ABI(ARG1_REG) is RT_X86_64_ARG1_REG or
+ * RT_AAPCS64_ARG1_REG. Registers are read by field name, a CO-RE access
+ * like libbpf's PT_REGS_PARM*(), through the type libbpf reads them as:
+ * arm64 hands BPF the uapi struct user_pt_regs that begins its pt_regs.
+ */
+#if defined(__TARGET_ARCH_x86)
+#define ABI(x) RT_X86_64_##x
+typedef struct pt_regs rt_regs_t;
+#elif defined(__TARGET_ARCH_arm64)
+#define ABI(x) RT_AAPCS64_##x
+typedef struct user_pt_regs rt_regs_t;
+#else
+#error "gpu.bpf.c: no uprobe argument ABI for this __TARGET_ARCH (include/reqtrace/uprobe_args.h)"
+#endif
+
 /* Keeps the compiler from folding the register loads below into one computed ctx offset. */
 #define RT_OPAQUE(v) asm volatile("" : "+r"(v))
+/* A register of the probed function: the verifier accepts only constant offsets into ctx. */
+#define REG(ctx, r) (((const rt_regs_t *)(ctx))->ABI(r##_REG))
+/* the field names the table gives are at the offsets it gives (and the tests check) */
+#define REG_AT(r) _Static_assert(__builtin_offsetof(rt_regs_t, ABI(r##_REG)) == ABI(r##_OFF), #r)
+REG_AT(ARG1);
+REG_AT(ARG2);
+REG_AT(ARG3);
+REG_AT(ARG4);
+REG_AT(ARG5);
+REG_AT(ARG6);
+#if ABI(REG_ARGS) > 6
+REG_AT(ARG7);
+REG_AT(ARG8);
+#endif
+REG_AT(SP);
 
-/* Argument n (1-based) at function entry, System V x86-64: six in registers, then the stack. */
+/* Argument n (1-based) at function entry: ABI(REG_ARGS) in registers, then the stack. */
 static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
 {
-	/* the verifier accepts only constant offsets into ctx: load each register as such */
-	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
-	__u64 a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx);
-	__u64 a6 = ctx->r9; /* libbpf 1.1 has no PT_REGS_PARM6 */
+	__u64 a1 = REG(ctx, ARG1), a2 = REG(ctx, ARG2), a3 = REG(ctx, ARG3);
+	__u64 a4 = REG(ctx, ARG4), a5 = REG(ctx, ARG5);
+	__u64 a6 = REG(ctx, ARG6);
+#if ABI(REG_ARGS) > 6
+	__u64 a7 = REG(ctx, ARG7), a8 = REG(ctx, ARG8);
+#endif
 	__u64 v = 0;
 
 	RT_OPAQUE(a1);
@@ -85,6 +120,10 @@ static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
 	RT_OPAQUE(a4);
 	RT_OPAQUE(a5);
 	RT_OPAQUE(a6);
+#if ABI(REG_ARGS) > 6
+	RT_OPAQUE(a7);
+	RT_OPAQUE(a8);
+#endif
 	switch (n) {
 	case 1:
 		return a1;
@@ -98,12 +137,17 @@ static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
 		return a5;
 	case 6:
 		return a6;
+#if ABI(REG_ARGS) > 6
+	case 7:
+		return a7;
+	case 8:
+		return a8;
+#endif
 	default:
 		break;
 	}
-	/* at the first instruction the stack pointer holds the return address */
-	if (n > 6 && n <= 12)
-		bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - 6)));
+	if (n > ABI(REG_ARGS) && n <= RT_ABI_ARG_MAX)
+		bpf_probe_read_user(&v, sizeof(v), (void *)(REG(ctx, SP) + ABI(STACK_OFF(n))));
 	return v;
 }
 
