@@ -78,7 +78,7 @@ struct {
 	__type(value, struct io_scratch);
 } io_scratch SEC(".maps");
 
-/* The x86_64 user ABI (not a kernel type: no CO-RE relocation). */
+/* The LP64 user ABI, the same on x86-64 and arm64 (not a kernel type: no CO-RE relocation). */
 struct rt_iovec {
 	__u64 base;
 	__u64 len;
