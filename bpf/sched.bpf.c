@@ -102,7 +102,38 @@ int BPF_PROG(rt_sched_switch, bool preempt, struct task_struct *prev, struct tas
  * waker 0 then, or the correlator would read a timer or GPU-completion
  * wakeup as a hand-off from the interrupted thread (seen: a tokenizer
  * "waking" the engine's clock_nanosleep in the middle of a CPU burn).
- *
+ * How to tell is per arch (RT_BPF_ARCH).
+ */
+#if defined(__TARGET_ARCH_arm64)
+/*
+ * arm64 keeps the preempt count in thread_info, which is the first member
+ * of task_struct (THREAD_INFO_IN_TASK, always on arm64 since 4.10), so it
+ * is a CO-RE read of the current task: no ksym, no stack test. That is
+ * also the kernel's own in_nmi() || in_hardirq() || in_serving_softirq().
+ * Not SOFTIRQ_MASK: a task that only disabled bottom halves (spin_lock_bh,
+ * say, a socket send) is a real waker. The x86 stack test below would not
+ * do here: arm64 has per-CPU IRQ stacks too, but ran softirqs on the task's
+ * stack until 6.0 ("arm64: run softirqs on the per-CPU IRQ stack", Qi
+ * Zheng, 2022), and 5.15 kernels are still common on arm64 GPU nodes. The
+ * answer matches x86's but in ksoftirqd (x86: the thread, here: 0),
+ * which is never a traced waker anyway.
+ */
+#define RT_SOFTIRQ_OFFSET 0x00000100
+#define RT_HARDIRQ_MASK 0x000f0000
+#define RT_NMI_MASK 0x00f00000 /* older kernels have one NMI bit, 0x00100000: covered */
+
+static __always_inline bool rt_in_interrupt(void)
+{
+	struct task_struct *cur = (void *)bpf_get_current_task();
+	__u64 count = 0;
+
+	/* an int before 4.20 (commit 396244692232): read the size the kernel has */
+	bpf_core_read(&count, bpf_core_field_size(cur->thread_info.preempt_count),
+		      &cur->thread_info.preempt_count);
+	return count & (RT_NMI_MASK | RT_HARDIRQ_MASK | RT_SOFTIRQ_OFFSET);
+}
+#else
+/*
  * The per-CPU preempt count would say so, but this kernel's kallsyms has
  * no data symbols, so the __preempt_count ksym does not resolve. Instead:
  * x86-64 runs hard interrupts (and the softirqs they end with) on per-CPU
@@ -133,6 +164,7 @@ static __always_inline bool rt_in_interrupt(void)
 	base = (__u64)BPF_CORE_READ(cur, stack);
 	return sp - base >= RT_TASK_STACK_MAX;
 }
+#endif
 
 SEC("raw_tp/sched_waking")
 int BPF_PROG(rt_sched_waking, struct task_struct *p)
