@@ -38,8 +38,11 @@ enum rt_gpu_bytes_how {
 };
 
 /*
- * Offsets in the driver's structures (x86-64, CUDA 12 and 13 headers;
- * tests/unit/test_gpu_probes.c checks them against cuda.h when present).
+ * Offsets in the driver's structures (CUDA 12 and 13 headers). One set for
+ * x86-64 and arm64: both are LP64 with natural alignment, and cuda.h's only
+ * data-model switch is __LP64__. src/probes/cuda_layout.c asserts them
+ * against cuda.h at compile time for the arch being built (the arm64 cross
+ * build included), tests/unit/test_gpu_probes.c at run time.
  */
 #define RT_CU_LAUNCH_CONFIG_STREAM 32
 #define RT_CU_MEMCPY2D_SRC_TYPE 16
