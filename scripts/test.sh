@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The test command: installs dependencies, builds the normal, the
 # ASan+UBSan and (for the threads of the CUPTI injection library) the TSan
-# trees, and runs every test: unit and root labels in the first two, the
-# tsan label in the third. gpu-labelled tests need an NVIDIA device and are
+# trees and the arm64 cross build (scripts/cross-arm64.sh, not run), and
+# runs every test: unit and root labels in the first two, the tsan label in
+# the third. gpu-labelled tests need an NVIDIA device and are
 # not run here (tests/gpu/run.sh).
 # With CI=true, tests that need BPF fail instead of skipping.
 # With RT_TEST_STRESS=1 every ctest run has two CPU hogs and a memory
@@ -20,6 +21,10 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRT_TSAN=ON -DRT_WIT
 tsan_targets=$(cd build-tsan && ctest -N -L tsan | sed -n 's/^ *Test *#[0-9]*: \([^ ]*\).*/\1/p' |
 	sed 's/^cupti_lib_.*/cupti_lib_test/' | sort -u)
 cmake --build build-tsan -j"$(nproc)" --target reqtrace_cupti rt_mock_cupti $tsan_targets
+# arm64 (docs/architecture.md, "Architectures"): compiled and linked, not run;
+# the native build has already compiled the arm64 BPF objects
+echo "== arm64 cross build"
+./scripts/cross-arm64.sh build-arm64
 
 echo "== format check"
 ./scripts/check-format.sh
