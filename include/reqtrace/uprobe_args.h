@@ -2,13 +2,13 @@
 /*
  * Where argument n of a function is at its first instruction, the moment a
  * uprobe fires, for each ABI reqtrace's BPF programs are built for: a
- * register, read from the probe's struct pt_regs (by field name, RT_<ABI>_ARGn_REG,
- * in BPF, where it is a CO-RE access; by byte offset, RT_<ABI>_ARGn_OFF, in
- * the tests, which check that the two agree), or an
- * 8-byte stack slot, read from user memory at the saved stack pointer plus
- * an offset. bpf/gpu.bpf.c's arg() reads arguments by it (it picks one ABI
- * at compile time, from __TARGET_ARCH_<arch>); tests/unit/test_uprobe_args.c
- * checks both ABIs wherever the tests run.
+ * register of the probe's struct pt_regs, or an 8-byte stack slot in user
+ * memory at the saved stack pointer plus an offset. A register has a field
+ * name (RT_<ABI>_ARGn_REG), by which bpf/gpu.bpf.c's arg() reads it, as a
+ * CO-RE access like libbpf's PT_REGS_PARM*(), and a byte offset
+ * (RT_<ABI>_ARGn_OFF); static asserts in gpu.bpf.c tie the two together in
+ * every build of each arch, and tests/unit/test_uprobe_args.c checks the
+ * offsets and the stack slots of both ABIs wherever the tests run.
  *
  * Arguments count from 1, as in struct rt_gpu_spec (0 there means "none").
  * Only integer and pointer arguments of at most 8 bytes are described: each
