@@ -89,6 +89,27 @@ def compare_events(spans, truth, label):
           % (label, worst))
 
 
+def backlog_chains(truth, near_ms=1.0):
+    """The requests in the order the tokenizer took them, cut where it slept.
+
+    A request received before its tokenizer finished the previous one (a load
+    generator the machine starved sends two at once) was waiting in the queue:
+    the tokenizer took it without sleeping, in the same burst, which
+    docs/spans.md charges to the request that woke it (the chain's head).
+    Near the boundary (within near_ms) the enqueue may race the tokenizer's
+    sleep either way, so such a pair is kept in one chain too: a chain is
+    judged by its sum, which does not depend on how the burst was split."""
+    chains = []
+    for t in sorted(truth, key=lambda t: t["tokenize_start_ns"]):
+        prev = chains[-1][-1] if chains else None
+        if prev and prev["tokenizer_tid"] == t["tokenizer_tid"] and \
+                t["received_ns"] < prev["tokenize_end_ns"] + near_ms * MS:
+            chains[-1].append(t)
+        else:
+            chains.append([t])
+    return chains
+
+
 def tokenizer_cpu(spans, truth, want_ms, label, before_burn=False):
     """The tokenizer's on-CPU in each span against the CPU the testbed burnt:
     within 5% for 99% of requests and 10% for all (a request can also carry
@@ -107,25 +128,30 @@ def tokenizer_cpu(spans, truth, want_ms, label, before_burn=False):
     run into the runqueue only from the stint's last piece (docs/spans.md),
     so a claim can hold up to its wall time: the burn's wall window
     (tokenize_end_ns - tokenize_start_ns, seen at 9.28 ms for an 8.26 ms
-    burn) bounds it from above, never the other way."""
+    burn) bounds it from above, never the other way.
+
+    Zero-code, a backlog (backlog_chains): the requests the tokenizer took
+    in one burst are judged together, their sum against the chain's burns
+    and wall window."""
     devs, worst = [], []
-    for t in truth:
-        s = spans[t["request_id"]]
-        th = [x for x in s["cpu"]["threads"] if x["tid"] == t["tokenizer_tid"]]
-        got = sum(x["on_cpu_ms"] for x in th)
-        hi = max(want_ms, (t["tokenize_end_ns"] - t["tokenize_start_ns"]) / MS)
+    for chain in (backlog_chains(truth) if before_burn else [[t] for t in truth]):
+        head, n = chain[0], len(chain)
+        got = sum(x["on_cpu_ms"] for t in chain for x in spans[t["request_id"]]["cpu"]["threads"]
+                  if x["tid"] == t["tokenizer_tid"])
+        hi = max(n * want_ms, (chain[-1]["tokenize_end_ns"] - head["tokenize_start_ns"]) / MS)
         if before_burn:
-            hi += (t["tokenize_start_ns"] - t["received_ns"]) / MS
-        dev = max(want_ms - got, got - hi, 0) / want_ms
+            hi += (head["tokenize_start_ns"] - head["received_ns"]) / MS
+        dev = max(n * want_ms - got, got - hi, 0) / (n * want_ms)
         devs.append(dev)
-        worst.append((round(dev * 100, 2), t["request_id"], round(got, 3),
-                      [(x["tid"], x["on_cpu_ms"], x["shared"]) for x in s["cpu"]["threads"]]))
+        worst.append((round(dev * 100, 2), [t["request_id"] for t in chain], round(got, 3),
+                      [(x["tid"], x["on_cpu_ms"], x["shared"]) for t in chain
+                       for x in spans[t["request_id"]]["cpu"]["threads"]]))
     worst.sort(reverse=True)
     check(devs and lc.pct(devs, 99) <= 0.05 and max(devs) <= 0.10,
-          "%s tokenizer on-CPU vs the %.3f ms burnt, %d requests: p99 deviation %.2f%% <= 5%%, "
-          "max %.2f%% <= 10%% (worst: %s)"
-          % (label, want_ms, len(devs), 100 * (lc.pct(devs, 99) or 0), 100 * max(devs or [0]),
-             worst[:2]))
+          "%s tokenizer on-CPU vs the %.3f ms burnt, %d requests in %d bursts: p99 deviation "
+          "%.2f%% <= 5%%, max %.2f%% <= 10%% (worst: %s)"
+          % (label, want_ms, len(truth), len(devs), 100 * (lc.pct(devs, 99) or 0),
+             100 * max(devs or [0]), worst[:2]))
 
 
 def compare_markers(spans, truth, k, label):
