@@ -50,7 +50,12 @@ while True:
 pids+=("$!")
 echo "stress: 2 CPU hogs and a ${mb} MiB memory churner beside: $*" >&2
 
-"$@"
+# in the background so that a signal to this script is handled at once (bash
+# runs traps only between foreground commands), and passed on to CMD
+"$@" &
+cmd=$!
+trap 'kill "$cmd" 2>/dev/null; wait "$cmd"; stop; exit 130' INT TERM
+wait "$cmd"
 rc=$?
 stop
 echo "stress: stopped (command exited $rc)" >&2
