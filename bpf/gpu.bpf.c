@@ -74,13 +74,16 @@ static __always_inline void gpu_count(__u32 slot)
  * RT_AAPCS64_ARG1_REG. Registers are read by field name, a CO-RE access
  * like libbpf's PT_REGS_PARM*(), through the type libbpf reads them as:
  * arm64 hands BPF the uapi struct user_pt_regs that begins its pt_regs.
+ * A macro, not a typedef: a CO-RE relocation names the type it was written
+ * against, and the kernel's BTF has no rt_ typedef to match (the object
+ * then fails to load with "no matching targets found").
  */
 #if defined(__TARGET_ARCH_x86)
 #define ABI(x) RT_X86_64_##x
-typedef struct pt_regs rt_regs_t;
+#define RT_REGS struct pt_regs
 #elif defined(__TARGET_ARCH_arm64)
 #define ABI(x) RT_AAPCS64_##x
-typedef struct user_pt_regs rt_regs_t;
+#define RT_REGS struct user_pt_regs
 #else
 #error "gpu.bpf.c: no uprobe argument ABI for this __TARGET_ARCH (include/reqtrace/uprobe_args.h)"
 #endif
@@ -88,9 +91,9 @@ typedef struct user_pt_regs rt_regs_t;
 /* Keeps the compiler from folding the register loads below into one computed ctx offset. */
 #define RT_OPAQUE(v) asm volatile("" : "+r"(v))
 /* A register of the probed function: the verifier accepts only constant offsets into ctx. */
-#define REG(ctx, r) (((const rt_regs_t *)(ctx))->ABI(r##_REG))
+#define REG(ctx, r) (((const RT_REGS *)(ctx))->ABI(r##_REG))
 /* the field names the table gives are at the offsets it gives (and the tests check) */
-#define REG_AT(r) _Static_assert(__builtin_offsetof(rt_regs_t, ABI(r##_REG)) == ABI(r##_OFF), #r)
+#define REG_AT(r) _Static_assert(__builtin_offsetof(RT_REGS, ABI(r##_REG)) == ABI(r##_OFF), #r)
 REG_AT(ARG1);
 REG_AT(ARG2);
 REG_AT(ARG3);
