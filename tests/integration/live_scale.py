@@ -40,10 +40,14 @@ def keepalive_64x100():
         check(len(spans) == 6400, "a span for every request (%d of 6400)" % len(spans))
         # the load generator's workers share one request counter, so a
         # connection carries up to 100 requests (--keepalive) and a fast
-        # worker opens a new one for what is left
+        # worker opens a new one for what is left. How many connections
+        # reach 100 depends on how evenly the machine runs the workers (under
+        # load: 105 connections, few of them full); that one does is
+        # pigeonhole: some worker served at least the mean of 100, on its
+        # first connection first
         per_conn = collections.Counter(s["conn"] for s in spans)
         check(len(per_conn) >= 64 and max(per_conn.values()) == 100 and
-              sum(v == 100 for v in per_conn.values()) >= 32,
+              sum(per_conn.values()) == 6400,
               "keep-alive: %d connections, up to 100 spans each (counts %s)"
               % (len(per_conn), sorted(set(per_conn.values()))))
         check(all(s["outcome"] == "ok" and s["events_out"] == 2 for s in spans),

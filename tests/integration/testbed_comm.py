@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""comm-bound with a peer: each request's truth comm wait equals the peer's
-configured delay times the steps it took part in, within 5%.
+"""comm-bound with a peer: each request's truth comm wait is at least the
+peer's configured delay times the steps it took part in (never less: the
+peer sleeps that long before it answers), and at most the time its steps
+took (its truth from admission to its last token): a wait counted twice
+would exceed it. A busy machine wakes the peer late and the engine really
+waits longer (seen: 200-215 ms for 180 ms of delay beside another suite);
+the truth is what the engine waited.
 
 A request takes part in one prefill step and one decode step per further
 token, so its steps are its completion tokens (checked by reqtrace-load).
@@ -40,9 +45,11 @@ def main():
             for r in truth:
                 steps = tokens.get(r["request_id"])
                 want = DELAY_MS * 1e6 * (steps or 0)
-                tc.check(steps == TOKENS and tc.within(r["comm_wait_ns"], want, 0.05),
-                         "%s: comm wait %.1f ms = %g ms x %s steps +-5%%"
-                         % (r["request_id"], r["comm_wait_ns"] / 1e6, DELAY_MS, steps))
+                span = r["last_token_write_ns"] - r["admitted_ns"]
+                tc.check(steps == TOKENS and want <= r["comm_wait_ns"] <= span,
+                         "%s: comm wait %.1f ms between %g ms x %s steps and the %.1f ms its "
+                         "steps took" % (r["request_id"], r["comm_wait_ns"] / 1e6, DELAY_MS,
+                                         steps, span / 1e6))
         tc.check(peer.stop() == 0, "peer exits 0")
         tc.check("peer answered" in peer.stderr(), "peer reports its answers")
     tc.finish()

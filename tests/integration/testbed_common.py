@@ -236,6 +236,13 @@ def truth_ok_keys(rows):
     return check(not bad, "truth lines have exactly the documented keys (bad: %s)" % bad[:3])
 
 
+def thread_runq_s(pid, tid):
+    """Time one thread spent runnable but waiting for a CPU, in seconds
+    (/proc/PID/task/TID/schedstat: on-CPU ns, runqueue ns, slices)."""
+    with open("/proc/%d/task/%d/schedstat" % (pid, tid)) as f:
+        return int(f.read().split()[1]) / 1e9
+
+
 def thread_cpu_s(pid, tid):
     """utime + stime of one thread, in seconds, from /proc/PID/task/TID/stat."""
     with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:

@@ -1,9 +1,16 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """preprocess-bound under load: the hot tokenizer thread is real.
 
-Truth's mean tokenize time is 680 ms +-5%; the tokenizer thread's CPU time in
-/proc/PID/task/TID/stat agrees with the truth within 5%; while it works it is
-at >= 90% of a core and >= 70% of the process's CPU (sampled from /proc).
+The tokenizer thread's CPU time in /proc/PID/task/TID/stat is 680 ms per
+request +-5% (what the scenario configures) and no more than the truth's
+tokenize windows; no window is shorter than that burn; while it works it
+wants a core >= 90% of the time (on CPU or waiting in the runqueue,
+/proc/PID/task/TID/schedstat) and does >= 70% of the process's CPU.
+
+None of it depends on how much CPU the machine leaves the testbed: a burn is
+CPU time, and on a busy machine its wall window grows (seen: 771 ms mean
+windows for 680 ms burns beside another suite), which the test does not
+hold against it.
 
 CTest runs this test alone (RUN_SERIAL); the testbed also runs at nice -19 (in a
 session of its own, so autogroup scheduling honours it) so that processes
@@ -25,13 +32,14 @@ def sampler(pid, samples, stop):
     while not stop.is_set():
         t = time.monotonic_ns()
         try:
-            per_tid = {}
+            per_tid, runq = {}, {}
             for tid in os.listdir("/proc/%d/task" % pid):
                 try:
                     per_tid[int(tid)] = tc.thread_cpu_s(pid, int(tid))
+                    runq[int(tid)] = tc.thread_runq_s(pid, int(tid))
                 except OSError:
                     pass
-            samples.append((t, tc.process_cpu_s(pid), per_tid))
+            samples.append((t, tc.process_cpu_s(pid), per_tid, runq))
         except OSError:
             return
         stop.wait(0.1)
@@ -61,8 +69,10 @@ def main():
         tc.truth_ok_keys(truth)
 
         tok_ms = [(r["tokenize_end_ns"] - r["tokenize_start_ns"]) / 1e6 for r in truth]
-        mean = sum(tok_ms) / len(tok_ms)
-        tc.check(tc.within(mean, 680, 0.05), "mean tokenize %.1f ms is 680 ms +-5%%" % mean)
+        tc.log("tokenize windows: mean %.1f ms, min %.1f ms"
+               % (sum(tok_ms) / len(tok_ms), min(tok_ms)))
+        tc.check(min(tok_ms) >= 0.95 * 680, "no tokenize window shorter than the 680 ms burn "
+                 "(-5%%): min %.1f ms" % min(tok_ms))
 
         tids = {r["tokenizer_tid"] for r in truth}
         tc.check(len(tids) == 1, "one tokenizer thread (%s)" % tids)
@@ -70,10 +80,11 @@ def main():
         step_tids = {t for r in truth for t in r["step_tids"]}
         tc.check(tid not in step_tids, "the tokenizer is not the step worker")
         proc_cpu = final_cpu.get(tid, 0.0)
-        truth_cpu = sum(tok_ms) / 1e3
-        tc.check(tc.within(proc_cpu, truth_cpu, 0.05),
-                 "tokenizer CPU in /proc %.2f s agrees with truth %.2f s within 5%%"
-                 % (proc_cpu, truth_cpu))
+        truth_wall = sum(tok_ms) / 1e3
+        tc.check(tc.within(proc_cpu / len(truth), 0.680, 0.05) and proc_cpu <= 1.05 * truth_wall,
+                 "tokenizer CPU in /proc %.2f s: %.1f ms per request = 680 ms +-5%%, within "
+                 "the truth's tokenize windows (%.2f s)"
+                 % (proc_cpu, 1e3 * proc_cpu / len(truth), truth_wall))
 
         # the window in which the tokenizer worked: first start to last end
         t0 = min(r["tokenize_start_ns"] for r in truth)
@@ -84,10 +95,14 @@ def main():
             a, b = inside[0], inside[-1]
             wall = (b[0] - a[0]) / 1e9
             thr = b[2][tid] - a[2][tid]
+            waited = b[3][tid] - a[3][tid]
             procd = b[1] - a[1]
-            tc.log("window %.2f s: tokenizer %.2f s CPU, process %.2f s CPU" % (wall, thr, procd))
-            tc.check(thr / wall >= 0.90, "tokenizer at %.0f%% of a core (>= 90%%)"
-                     % (100 * thr / wall))
+            tc.log("window %.2f s: tokenizer %.2f s CPU and %.2f s in the runqueue, process "
+                   "%.2f s CPU" % (wall, thr, waited, procd))
+            # on a busy machine the tokenizer waits for a core it wants: it is still hot
+            tc.check((thr + waited) / wall >= 0.90, "tokenizer wants a core %.0f%% of its busy "
+                     "window (>= 90%%): %.0f%% on CPU, %.0f%% waiting for one"
+                     % (100 * (thr + waited) / wall, 100 * thr / wall, 100 * waited / wall))
             tc.check(procd > 0 and thr / procd >= 0.70,
                      "tokenizer is %.0f%% of the process's CPU (>= 70%%)"
                      % (100 * thr / max(procd, 1e-9)))
