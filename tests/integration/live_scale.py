@@ -44,9 +44,12 @@ def keepalive_64x100():
         # reach 100 depends on how evenly the machine runs the workers (under
         # load: 105 connections, few of them full); that one does is
         # pigeonhole: some worker served at least the mean of 100, on its
-        # first connection first
+        # first connection first. A span's conn is the address pair, and on
+        # loopback the kernel reuses a closed connection's port at once
+        # (tcp_tw_reuse): one pair can stand for two connections (seen: 102),
+        # so a count over 100 is not a fault
         per_conn = collections.Counter(s["conn"] for s in spans)
-        check(len(per_conn) >= 64 and max(per_conn.values()) == 100 and
+        check(len(per_conn) >= 64 and max(per_conn.values()) >= 100 and
               sum(per_conn.values()) == 6400,
               "keep-alive: %d connections, up to 100 spans each (counts %s)"
               % (len(per_conn), sorted(set(per_conn.values()))))
