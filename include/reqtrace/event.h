@@ -62,6 +62,7 @@ enum rt_event_kind {
 	RT_EV_SOCK_SEND = 13,
 	RT_EV_SOCK_CLOSE = 14,
 	RT_EV_SOCK_SHUTDOWN = 15,
+	RT_EV_SOCK_ARRIVAL = 16, /* kernel receive path: tcp_probe, inet_sock_set_state */
 
 	/* marker API uprobes: bpf/marker.bpf.c */
 	RT_EV_MARK_BEGIN = 20,
@@ -234,6 +235,31 @@ struct rt_ev_sock_io {
 	struct rt_sock_addr local;
 	struct rt_sock_addr peer;
 	__u8 data[];
+};
+
+/* rt_ev_sock_arrival.flags */
+#define RT_ARR_LEFT_UNREAD 0x1 /* an earlier read left bytes unread: data_ns is an upper bound */
+
+/*
+ * ARRIVAL: when the bytes a read returned reached the socket, seen on the
+ * kernel's receive path, not by the server. Written just before the RECV
+ * record it belongs to, by the same thread for the same fd, with the same
+ * hdr.ts_ns (that read's exit). Only for TCP connections accepted on a
+ * port the daemon watches (docs/events.md, "Arrival").
+ *
+ * data_ns: when the earliest byte among those this read returned was
+ * queued on the socket (0: not observed). With RT_ARR_LEFT_UNREAD an
+ * earlier read left bytes behind, and data_ns is the arrival of the newest
+ * segment at that read: the true arrival is no later. established_ns: when
+ * the connection's handshake completed (0: not observed, e.g. before
+ * tracing); the accept queue wait is the accept's exit minus this.
+ */
+struct rt_ev_sock_arrival {
+	struct rt_event_hdr hdr;
+	__u64 data_ns;
+	__u64 established_ns;
+	__s32 fd;
+	__u32 flags; /* RT_ARR_* */
 };
 
 /* CLOSE and SHUTDOWN; hdr.ts_ns = syscall exit */

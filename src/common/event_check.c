@@ -28,6 +28,7 @@ static const struct kind_info kinds[RT_EV__MAX] = {
 	KIND(SOCK_SEND, struct rt_ev_sock_io),
 	KIND(SOCK_CLOSE, struct rt_ev_sock_close),
 	KIND(SOCK_SHUTDOWN, struct rt_ev_sock_close),
+	KIND(SOCK_ARRIVAL, struct rt_ev_sock_arrival),
 	KIND(MARK_BEGIN, struct rt_ev_mark),
 	KIND(MARK_END, struct rt_ev_mark),
 	KIND(MARK_STEP_BEGIN, struct rt_ev_mark_step),
@@ -244,6 +245,7 @@ int rt_event_check_body(const struct rt_event_hdr *ev, struct rt_event_fault *f)
 	const struct rt_ev_loss *lo = (const void *)ev;
 	const struct rt_ev_source_info *si = (const void *)ev;
 	const struct rt_ev_target *tg = (const void *)ev;
+	const struct rt_ev_sock_arrival *ar = (const void *)ev;
 
 	switch (ev->kind) {
 	case RT_EV_SCHED_SWITCH:
@@ -262,6 +264,10 @@ int rt_event_check_body(const struct rt_event_hdr *ev, struct rt_event_fault *f)
 	case RT_EV_SOCK_CLOSE:
 	case RT_EV_SOCK_SHUTDOWN:
 		CHECK_BEFORE(struct rt_ev_sock_close, cl, enter_ns);
+		break;
+	case RT_EV_SOCK_ARRIVAL:
+		CHECK_BEFORE(struct rt_ev_sock_arrival, ar, data_ns);
+		CHECK_BEFORE(struct rt_ev_sock_arrival, ar, established_ns);
 		break;
 	case RT_EV_MARK_BEGIN:
 	case RT_EV_MARK_END:
