@@ -265,6 +265,14 @@ int rt_bpf_source__remove_pid(struct rt_bpf_source *s, __u32 tgid)
 	return 0;
 }
 
+int rt_bpf_source__watch_port(struct rt_bpf_source *s, __u16 port)
+{
+	/* arrival programs not written yet (issue 17): nothing to watch with */
+	if (!s || !port)
+		return -EINVAL;
+	return -EOPNOTSUPP;
+}
+
 int rt_bpf_source__stats(const struct rt_bpf_source *s, struct rt_bpf_stats *st)
 {
 	__u64 sum, max;

@@ -102,6 +102,14 @@ int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
  */
 int rt_bpf_source__attach_gpu(struct rt_bpf_source *s, const char *lib_path);
 
+/*
+ * Watches TCP port `port` (host order, a target's listener) for arrival
+ * records (RT_EV_SOCK_ARRIVAL, docs/events.md "Arrival"): connections
+ * established on it from now on get their handshake and data arrival
+ * times. Idempotent. 0, -EINVAL (port 0), or another -errno.
+ */
+int rt_bpf_source__watch_port(struct rt_bpf_source *s, __u16 port);
+
 /* An fd that polls readable when the ring has records to drain. */
 int rt_bpf_source__epoll_fd(const struct rt_bpf_source *s);
 
