@@ -42,6 +42,7 @@ static void test_body_sizes(void **state)
 	SIZE_IS(struct rt_ev_sock_io, 104);
 	assert_int_equal(offsetof(struct rt_ev_sock_io, data), 104);
 	SIZE_IS(struct rt_ev_sock_close, 48);
+	SIZE_IS(struct rt_ev_sock_arrival, 48);
 	SIZE_IS(struct rt_ev_mark, 96);
 	SIZE_IS(struct rt_ev_mark_step, 104);
 	SIZE_IS(struct rt_ev_mark_bind, 152);
