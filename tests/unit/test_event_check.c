@@ -59,7 +59,7 @@ static void test_kind_table(void **state)
 		assert_true(rt_event_min_size(k) >= sizeof(struct rt_event_hdr));
 		assert_int_equal(rt_event_min_size(k) % RT_EVENT_ALIGN, 0);
 	}
-	assert_int_equal(known, 33);
+	assert_int_equal(known, 34);
 	assert_int_equal(rt_event_min_size(RT_EV_SCHED_SWITCH), sizeof(struct rt_ev_sched_switch));
 	assert_int_equal(rt_event_min_size(RT_EV_SOCK_SEND), sizeof(struct rt_ev_sock_io));
 	assert_int_equal(rt_event_min_size(RT_EV_TRACE_END), sizeof(struct rt_ev_trace_end));
@@ -225,7 +225,8 @@ static void test_enums_and_intervals(void **state)
 
 	mk = (void *)make(RT_EV_MARK_END);
 	mk->phase = RT_PHASE__COUNT;
-	expect_fault(&mk->hdr, offsetof(struct rt_ev_mark, phase), "MARK_END phase 9 out of range");
+	expect_fault(&mk->hdr, offsetof(struct rt_ev_mark, phase),
+		     "MARK_END phase 10 out of range");
 	mk->phase = RT_PHASE_DECODE;
 	mk->id_len = RT_ID_LEN + 1;
 	expect_fault(&mk->hdr, offsetof(struct rt_ev_mark, id_len), "id_len");
