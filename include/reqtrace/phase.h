@@ -20,7 +20,14 @@ enum rt_phase {
 	RT_PHASE_COMM_WAIT = 6,
 	RT_PHASE_POSTPROCESS = 7,
 	RT_PHASE_OTHER = 8,
-	RT_PHASE__COUNT = 9,
+	/*
+	 * The request's bytes waited in the kernel (accept queue, receive
+	 * buffer) before the server's first read. Seen by probes only: a marker
+	 * cannot name it (the server has not read the request yet), and the
+	 * correlator refuses marker records that do.
+	 */
+	RT_PHASE_BACKLOG = 9,
+	RT_PHASE__COUNT = 10,
 };
 
 #endif /* REQTRACE_PHASE_H */

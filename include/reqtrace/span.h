@@ -65,6 +65,9 @@ enum rt_outcome {
 #define RT_SPAN_STARTED_BEFORE_TRACE 0x2
 #define RT_SPAN_LATE_AMENDED 0x4
 #define RT_SPAN_PIPELINED 0x8 /* shared a connection with an earlier unanswered request */
+/* arrival_ns is an upper bound (an earlier read left bytes unread): the
+ * backlog phase is a lower bound */
+#define RT_SPAN_BACKLOG_LOWER_BOUND 0x10
 
 struct rt_span_thread {
 	uint32_t tid;
@@ -109,6 +112,9 @@ struct rt_span {
 	char path[RT_SPAN_PATH_MAX];
 	int status; /* 0: no response status seen */
 
+	/* when the request's first bytes reached the server's socket (kernel
+	 * receive path), 0: not observed; never after start_ns */
+	uint64_t arrival_ns;
 	uint64_t start_ns;
 	uint64_t received_ns;
 	uint64_t first_token_ns; /* 0: not streamed */
@@ -143,5 +149,15 @@ const char *rt_phase_source_name(enum rt_phase_source s);
 
 /* Reset to "nothing observed": all phases null, tokens_out -1. */
 void rt_span_init(struct rt_span *s);
+
+/*
+ * Where the span's time counts from: arrival_ns when observed, else
+ * start_ns. duration_ms and ttft_ms count from here (docs/spans.md).
+ */
+uint64_t rt_span_origin_ns(const struct rt_span *s);
+/* end_ns - origin (0 if end precedes it). */
+int64_t rt_span_duration_ns(const struct rt_span *s);
+/* first_token_ns - origin; RT_NULL_NS when not streamed. */
+int64_t rt_span_ttft_ns(const struct rt_span *s);
 
 #endif /* RT_SPAN_H */

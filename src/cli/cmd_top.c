@@ -217,12 +217,9 @@ static int render(FILE *f, const struct frame *fr)
 				fprintf(f, " %4d", s->status);
 			else
 				fprintf(f, " %4s", "-");
-			fprintf(f, " %9.1f",
-				s->end_ns >= s->start_ns ? (double)(s->end_ns - s->start_ns) / 1e6 :
-							   0);
-			if (s->first_token_ns && s->first_token_ns >= s->start_ns)
-				fprintf(f, " %9.1f",
-					(double)(s->first_token_ns - s->start_ns) / 1e6);
+			fprintf(f, " %9.1f", (double)rt_span_duration_ns(s) / 1e6);
+			if (rt_span_ttft_ns(s) != RT_NULL_NS)
+				fprintf(f, " %9.1f", (double)rt_span_ttft_ns(s) / 1e6);
 			else
 				fprintf(f, " %9s", "-");
 			fprintf(f, " %6u  %s%s\n", s->events_out,
@@ -239,8 +236,11 @@ static int render(FILE *f, const struct frame *fr)
 	pct_row(f, "itl (request p99)", &st.itl_p99);
 	fprintf(f, "\nPHASES (each over the requests where it was observed: N)\n");
 	fprintf(f, "  %-18s %10s %10s %6s\n", "", "P50_MS", "P99_MS", "N");
+	/* lifecycle order: the wait in the kernel comes first */
+	pct_row(f, rt_phase_name(RT_PHASE_BACKLOG), &st.phase[RT_PHASE_BACKLOG]);
 	for (p = 0; p < RT_PHASE__COUNT; p++)
-		pct_row(f, rt_phase_name((enum rt_phase)p), &st.phase[p]);
+		if (p != RT_PHASE_BACKLOG)
+			pct_row(f, rt_phase_name((enum rt_phase)p), &st.phase[p]);
 	return 0;
 }
 

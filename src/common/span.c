@@ -13,6 +13,7 @@ static const char *const phase_names[RT_PHASE__COUNT] = {
 	[RT_PHASE_COMM_WAIT] = "comm_wait",
 	[RT_PHASE_POSTPROCESS] = "postprocess",
 	[RT_PHASE_OTHER] = "other",
+	[RT_PHASE_BACKLOG] = "backlog",
 };
 
 const char *rt_phase_name(enum rt_phase p)
@@ -65,4 +66,25 @@ void rt_span_init(struct rt_span *s)
 	s->gpu.kernel_ns = RT_NULL_NS;
 	s->gpu.memcpy_ns = RT_NULL_NS;
 	s->gpu.sync_wait_ns = RT_NULL_NS;
+}
+
+uint64_t rt_span_origin_ns(const struct rt_span *s)
+{
+	return s->arrival_ns && s->arrival_ns <= s->start_ns ? s->arrival_ns : s->start_ns;
+}
+
+int64_t rt_span_duration_ns(const struct rt_span *s)
+{
+	uint64_t o = rt_span_origin_ns(s);
+
+	return s->end_ns > o ? (int64_t)(s->end_ns - o) : 0;
+}
+
+int64_t rt_span_ttft_ns(const struct rt_span *s)
+{
+	uint64_t o = rt_span_origin_ns(s);
+
+	if (!s->first_token_ns || s->first_token_ns < o)
+		return RT_NULL_NS;
+	return (int64_t)(s->first_token_ns - o);
 }

@@ -63,6 +63,7 @@ static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t f
 	conn->serial = ++c->next_serial;
 	conn->pid = pid;
 	conn->fd = fd;
+	conn->predates = predates;
 	if (rt_hmap_put(&c->conns, conn_key(pid, fd), conn)) {
 		c->st.dropped_conns++;
 		free(conn);
@@ -252,7 +253,41 @@ struct io {
 	struct rt_conn *conn;
 	uint64_t enter; /* the syscall's entry */
 	uint64_t exit; /* its exit */
+	/* a read: the ARRIVAL that belongs to it (data_ns 0: none), and
+	 * whether the next request to begin begins at the read's first byte */
+	struct rt_arrival arr;
+	bool at_first_byte;
 };
+
+/*
+ * A request whose first byte is the read's first byte arrived when the
+ * read's bytes did (docs/spans.md, "Arrival"). One that begins later in
+ * the read may have come later than that: no arrival, never a guess.
+ */
+static void take_arrival(struct io *io, struct rt_req *r)
+{
+	struct rt_correlator *c = io->c;
+	struct rt_conn *conn = io->conn;
+	bool first = io->at_first_byte;
+	uint64_t a = io->arr.data_ns;
+
+	io->at_first_byte = false;
+	if (!a)
+		return;
+	io->arr.data_ns = 0; /* it belongs to this read's first request only */
+	if (!first) {
+		c->st.arrivals_unused++;
+		return;
+	}
+	if (a > r->span.start_ns || a < conn->last_end_ns) {
+		c->st.arrivals_refused++;
+		return;
+	}
+	r->span.arrival_ns = a;
+	if (io->arr.flags & RT_ARR_LEFT_UNREAD)
+		r->span.flags |= RT_SPAN_BACKLOG_LOWER_BOUND;
+	c->st.arrivals_applied++;
+}
 
 static void req_on_begin(void *ctx)
 {
@@ -270,6 +305,7 @@ static void req_on_begin(void *ctx)
 		return;
 	if (conn->n_fifo || conn->responding)
 		r->span.flags |= RT_SPAN_PIPELINED;
+	take_arrival(io, r);
 }
 
 static void req_on_headers(void *ctx, const struct rt_http_req_info *info)
@@ -480,6 +516,7 @@ static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
 	add_reported(r, done->reported, done->n_reported);
 	if (done->guessed)
 		r->span.flags |= RT_SPAN_INCOMPLETE;
+	conn->last_end_ns = io->exit;
 	rt_req_end(c, r, io->exit, r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
 }
 
@@ -492,6 +529,7 @@ static void resp_on_error(void *ctx, enum rt_http_error err)
 
 	if (r) {
 		r->span.flags |= RT_SPAN_INCOMPLETE;
+		conn->last_end_ns = io->exit;
 		rt_req_end(c, r, io->exit,
 			   r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
 	}
@@ -615,9 +653,68 @@ static void internal_read(struct rt_correlator *c, struct rt_conn *conn, struct 
 	}
 }
 
+/* ---- arrival: when a read's bytes reached the socket ---------------------- */
+
+void rt_conn_on_arrival(struct rt_correlator *c, const struct rt_ev_sock_arrival *ev)
+{
+	struct rt_conn *conn = rt_hmap_get(&c->conns, conn_key(ev->hdr.pid, ev->fd));
+	struct rt_arrival *slot = conn ? &conn->arrival : &c->arr_unknown;
+
+	if (slot->valid && slot->data_ns)
+		c->st.arrivals_unused++; /* its read never came */
+	*slot = (struct rt_arrival){
+		.ts = ev->hdr.ts_ns,
+		.data_ns = ev->data_ns,
+		.established_ns = ev->established_ns,
+		.tid = ev->hdr.tid,
+		.flags = ev->flags,
+		.valid = true,
+	};
+	if (!conn) {
+		c->arr_pid = ev->hdr.pid;
+		c->arr_fd = ev->fd;
+		return;
+	}
+	if (ev->established_ns)
+		conn->established_ns = ev->established_ns;
+}
+
+/*
+ * The ARRIVAL written for this read: same thread, same fd, same exit
+ * instant. It belongs to that read only, so it is consumed here either way.
+ */
+static struct rt_arrival arrival_for(struct rt_correlator *c, struct rt_conn *conn,
+				     const struct rt_ev_sock_io *ev)
+{
+	struct rt_arrival *slot = &conn->arrival, none = { 0 };
+
+	if (!slot->valid && c->arr_unknown.valid && c->arr_pid == ev->hdr.pid &&
+	    c->arr_fd == ev->fd) {
+		/* held before the connection was known: it is known now */
+		*slot = c->arr_unknown;
+		c->arr_unknown.valid = false;
+		if (slot->established_ns)
+			conn->established_ns = slot->established_ns;
+	}
+	if (!slot->valid)
+		return none;
+	if (slot->ts == ev->hdr.ts_ns && slot->tid == ev->hdr.tid) {
+		none = *slot;
+		slot->valid = false;
+		return none;
+	}
+	if (slot->ts < ev->hdr.ts_ns) { /* a read went by without it: stale */
+		if (slot->data_ns)
+			c->st.arrivals_unused++;
+		slot->valid = false;
+	}
+	return (struct rt_arrival){ 0 };
+}
+
 void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 {
 	bool recv = ev->hdr.kind == RT_EV_SOCK_RECV;
+	struct rt_arrival arrival = { 0 };
 	struct rt_thread *t;
 	struct rt_conn *conn;
 	struct rt_req *r;
@@ -628,6 +725,8 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 	conn = conn_for_io(c, ev);
 	if (!conn)
 		return;
+	if (recv)
+		arrival = arrival_for(c, conn, ev);
 	conn->last_activity = ev->hdr.ts_ns;
 	t = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, true);
 	if (!conn->end_key && ev->local.family) {
@@ -667,10 +766,15 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 	if (ev->ret < 0) {
 		if (rt_stream_abort_errno(ev->ret))
 			abort_all(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);
+		if (arrival.data_ns)
+			c->st.arrivals_unused++;
 		return;
 	}
-	if (conn->unreadable)
+	if (conn->unreadable) {
+		if (arrival.data_ns)
+			c->st.arrivals_unused++;
 		return;
+	}
 
 	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
 		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
@@ -684,9 +788,16 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 	}
 	/* an inbound connection: the client's bytes are requests */
 	io = (struct io){ .c = c, .conn = conn, .enter = ev->enter_ns, .exit = ev->hdr.ts_ns };
+	if (recv) {
+		io.arr = arrival;
+		/* between requests, and (joined mid-stream) framed by one already */
+		io.at_first_byte = !conn->receiving && (!conn->predates || conn->seq);
+	}
 	rt_stream_feed(&conn->stream, recv ? RT_STREAM_REQ : RT_STREAM_RESP, ev, &stream_ops, &io);
 	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
 		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
+	if (io.arr.data_ns) /* the read began no request */
+		c->st.arrivals_unused++;
 	/* a read that completed requests: the reader worked for each of them */
 	if (recv && t) {
 		uint32_t i;

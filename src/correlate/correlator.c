@@ -326,6 +326,9 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 		rt_conn_on_io(c, io);
 		break;
 	}
+	case RT_EV_SOCK_ARRIVAL:
+		rt_conn_on_arrival(c, (const struct rt_ev_sock_arrival *)ev);
+		break;
 	case RT_EV_SOCK_CLOSE:
 	case RT_EV_SOCK_SHUTDOWN:
 		rt_conn_on_close(c, (const struct rt_ev_sock_close *)ev);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * A request's observations → the span's derived fields: phases (which
- * partition [start_ns, end_ns]), TTFT, inter-token gap percentiles.
+ * partition [arrival_ns or start_ns, end_ns]), TTFT, inter-token gap percentiles.
  * docs/spans.md defines every value computed here.
  */
 #include <stdlib.h>
@@ -187,7 +187,16 @@ void rt_span_finalize(struct rt_req *r)
 
 	if (s->end_ns < s->start_ns)
 		s->end_ns = s->start_ns;
-	dur = (int64_t)(s->end_ns - s->start_ns);
+	if (s->arrival_ns > s->start_ns) { /* conn.c refuses these; never a negative wait */
+		s->arrival_ns = 0;
+		s->flags &= ~(uint32_t)RT_SPAN_BACKLOG_LOWER_BOUND;
+	}
+	/* in the kernel, before any server thread had it: probes only, never marked */
+	if (s->arrival_ns)
+		set(s, RT_PHASE_BACKLOG, (int64_t)(s->start_ns - s->arrival_ns), RT_PSRC_PROBE);
+	else
+		clear(s, RT_PHASE_BACKLOG);
+	dur = rt_span_duration_ns(s);
 	if (s->last_token_ns > s->end_ns)
 		s->last_token_ns = s->end_ns;
 	if (s->first_token_ns > s->end_ns)

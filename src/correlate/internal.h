@@ -146,11 +146,25 @@ struct rt_thread {
 	bool comm_served;
 };
 
+/* The last ARRIVAL of a connection, waiting for the read it belongs to. */
+struct rt_arrival {
+	uint64_t ts; /* the read's exit, as the RECV record's */
+	uint64_t data_ns;
+	uint64_t established_ns;
+	uint32_t tid;
+	uint32_t flags; /* RT_ARR_* */
+	bool valid;
+};
+
 /* A connection (pid, fd) from accept/connect/first I/O to close. */
 struct rt_conn {
 	uint64_t serial;
 	uint32_t pid;
 	int32_t fd;
+	bool predates; /* first seen by its I/O: the parser joined mid-stream */
+	struct rt_arrival arrival;
+	uint64_t established_ns; /* handshake completed (ARRIVAL), 0: unknown */
+	uint64_t last_end_ns; /* end of the last request answered on it */
 	bool outbound; /* we connect()ed: a peer, not a client */
 	bool unreadable; /* parser gave up: TLS, HTTP/2, garbage */
 	bool comm_peer; /* outbound, not HTTP: waits on it are comm wait */
@@ -209,6 +223,12 @@ struct rt_correlator {
 	uint32_t recent_head;
 
 	struct rt_gpu_state gpu; /* gpu.c */
+
+	/* an ARRIVAL for a connection not known yet (first seen by that very
+	 * read): held here until its RECV makes the connection */
+	uint32_t arr_pid;
+	int32_t arr_fd;
+	struct rt_arrival arr_unknown;
 };
 
 /* correlator.c */
@@ -227,6 +247,7 @@ void rt_req_end(struct rt_correlator *c, struct rt_req *r, uint64_t end_ns,
 void rt_conn_on_accept(struct rt_correlator *c, const struct rt_ev_sock_conn *ev, bool outbound);
 void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev);
 void rt_conn_on_close(struct rt_correlator *c, const struct rt_ev_sock_close *ev);
+void rt_conn_on_arrival(struct rt_correlator *c, const struct rt_ev_sock_arrival *ev);
 void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn);
 void rt_conns_proc_exit(struct rt_correlator *c, uint32_t pid, uint64_t ts);
 

@@ -146,7 +146,8 @@ static void on_mark(struct rt_correlator *c, const struct rt_ev_mark *ev)
 	uint64_t ts = ev->hdr.ts_ns;
 	uint32_t phase = ev->phase;
 
-	if (phase >= RT_PHASE__COUNT) {
+	/* backlog is before the server read the request: no marker can know it */
+	if (phase >= RT_PHASE__COUNT || phase == RT_PHASE_BACKLOG) {
 		c->st.invalid_events++;
 		return;
 	}

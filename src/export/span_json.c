@@ -18,6 +18,14 @@ static const char *const phase_keys[RT_PHASE__COUNT] = {
 	[RT_PHASE_COMM_WAIT] = "comm_wait_ms",
 	[RT_PHASE_POSTPROCESS] = "postprocess_ms",
 	[RT_PHASE_OTHER] = "other_ms",
+	[RT_PHASE_BACKLOG] = "backlog_ms",
+};
+
+/* JSON order: the partition's order in time, backlog first (docs/spans.md) */
+static const enum rt_phase phase_order[RT_PHASE__COUNT] = {
+	RT_PHASE_BACKLOG,     RT_PHASE_RECEIVE,		RT_PHASE_QUEUE,	 RT_PHASE_TOKENIZE,
+	RT_PHASE_PREFILL,     RT_PHASE_PRE_FIRST_TOKEN, RT_PHASE_DECODE, RT_PHASE_COMM_WAIT,
+	RT_PHASE_POSTPROCESS, RT_PHASE_OTHER,
 };
 
 static void key_str_or_null(struct rt_jsonw *w, const char *k, const char *v)
@@ -108,6 +116,7 @@ void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 		{ RT_SPAN_STARTED_BEFORE_TRACE, "started_before_trace" },
 		{ RT_SPAN_LATE_AMENDED, "late_amended" },
 		{ RT_SPAN_PIPELINED, "pipelined" },
+		{ RT_SPAN_BACKLOG_LOWER_BOUND, "backlog_lower_bound" },
 	};
 	uint32_t i;
 
@@ -134,17 +143,14 @@ void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 		rt_jsonw_int(w, s->status);
 	else
 		rt_jsonw_null(w);
+	key_ns_or_null(w, "arrival_ns", s->arrival_ns);
 	key_ns_or_null(w, "start_ns", s->start_ns);
 	key_ns_or_null(w, "received_ns", s->received_ns);
 	key_ns_or_null(w, "first_token_ns", s->first_token_ns);
 	key_ns_or_null(w, "end_ns", s->end_ns);
 	rt_jsonw_key(w, "duration_ms");
-	rt_jsonw_ms(w, (int64_t)(s->end_ns - s->start_ns));
-	rt_jsonw_key(w, "ttft_ms");
-	if (s->first_token_ns)
-		rt_jsonw_ms(w, (int64_t)(s->first_token_ns - s->start_ns));
-	else
-		rt_jsonw_null(w);
+	rt_jsonw_ms(w, rt_span_duration_ns(s));
+	key_ms_or_null(w, "ttft_ms", rt_span_ttft_ns(s));
 	rt_jsonw_key(w, "events_out");
 	rt_jsonw_uint(w, s->events_out);
 	rt_jsonw_key(w, "tokens_out");
@@ -165,16 +171,17 @@ void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 	rt_jsonw_key(w, "phases");
 	rt_jsonw_obj_open(w);
 	for (i = 0; i < RT_PHASE__COUNT; i++)
-		key_ms_or_null(w, phase_keys[i], s->phase_ns[i]);
+		key_ms_or_null(w, phase_keys[phase_order[i]], s->phase_ns[phase_order[i]]);
 	rt_jsonw_obj_close(w);
 	rt_jsonw_key(w, "phase_source");
 	rt_jsonw_obj_open(w);
 	for (i = 0; i < RT_PHASE__COUNT; i++) {
-		const char *src = rt_phase_source_name(s->phase_source[i]);
+		enum rt_phase p = phase_order[i];
+		const char *src = rt_phase_source_name(s->phase_source[p]);
 
-		if (!src || s->phase_ns[i] == RT_NULL_NS)
+		if (!src || s->phase_ns[p] == RT_NULL_NS)
 			continue;
-		rt_jsonw_key(w, rt_phase_name(i));
+		rt_jsonw_key(w, rt_phase_name(p));
 		rt_jsonw_str_val(w, src);
 	}
 	rt_jsonw_obj_close(w);
@@ -274,6 +281,7 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 	s->pid = cJSON_IsNumber(v) ? (uint32_t)v->valuedouble : 0;
 	v = cJSON_GetObjectItemCaseSensitive(o, "status");
 	s->status = cJSON_IsNumber(v) ? v->valueint : 0;
+	s->arrival_ns = exact_u64(text, "arrival_ns");
 	s->start_ns = exact_u64(text, "start_ns");
 	s->received_ns = exact_u64(text, "received_ns");
 	s->first_token_ns = exact_u64(text, "first_token_ns");
@@ -361,6 +369,8 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 			s->flags |= RT_SPAN_LATE_AMENDED;
 		else if (!strcmp(it->valuestring, "pipelined"))
 			s->flags |= RT_SPAN_PIPELINED;
+		else if (!strcmp(it->valuestring, "backlog_lower_bound"))
+			s->flags |= RT_SPAN_BACKLOG_LOWER_BOUND;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "revision");
 	s->revision = cJSON_IsNumber(v) ? (uint32_t)v->valuedouble : 0;

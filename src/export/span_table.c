@@ -8,15 +8,11 @@ static const struct {
 	enum rt_phase phase;
 	const char *head;
 } cols[] = {
-	{ RT_PHASE_RECEIVE, "recv" },
-	{ RT_PHASE_QUEUE, "queue" },
-	{ RT_PHASE_TOKENIZE, "tok" },
-	{ RT_PHASE_PREFILL, "prefill" },
-	{ RT_PHASE_PRE_FIRST_TOKEN, "pre1st" },
-	{ RT_PHASE_DECODE, "decode" },
-	{ RT_PHASE_COMM_WAIT, "comm" },
-	{ RT_PHASE_POSTPROCESS, "post" },
-	{ RT_PHASE_OTHER, "other" },
+	{ RT_PHASE_BACKLOG, "backlog" },  { RT_PHASE_RECEIVE, "recv" },
+	{ RT_PHASE_QUEUE, "queue" },	  { RT_PHASE_TOKENIZE, "tok" },
+	{ RT_PHASE_PREFILL, "prefill" },  { RT_PHASE_PRE_FIRST_TOKEN, "pre1st" },
+	{ RT_PHASE_DECODE, "decode" },	  { RT_PHASE_COMM_WAIT, "comm" },
+	{ RT_PHASE_POSTPROCESS, "post" }, { RT_PHASE_OTHER, "other" },
 };
 
 static void ms(FILE *f, int64_t ns, int width)
@@ -60,8 +56,8 @@ void rt_span_table_row(FILE *f, const struct rt_span *s)
 		fprintf(f, " %4d", s->status);
 	else
 		fprintf(f, " %4s", "-");
-	ms(f, (int64_t)(s->end_ns - s->start_ns), 9);
-	ms(f, s->first_token_ns ? (int64_t)(s->first_token_ns - s->start_ns) : RT_NULL_NS, 8);
+	ms(f, rt_span_duration_ns(s), 9);
+	ms(f, rt_span_ttft_ns(s), 8);
 	fprintf(f, " %6u", s->events_out);
 	for (i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
 		ms(f, s->phase_ns[cols[i].phase], 7);

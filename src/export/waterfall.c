@@ -31,7 +31,14 @@ static const char *const phase_bg[RT_PHASE__COUNT] = {
 	[RT_PHASE_TOKENIZE] = "\033[45m",	 [RT_PHASE_PREFILL] = "\033[44m",
 	[RT_PHASE_PRE_FIRST_TOKEN] = "\033[44m", [RT_PHASE_DECODE] = "\033[42m",
 	[RT_PHASE_COMM_WAIT] = "\033[41m",	 [RT_PHASE_POSTPROCESS] = "\033[46m",
-	[RT_PHASE_OTHER] = "\033[47m",
+	[RT_PHASE_OTHER] = "\033[47m",		 [RT_PHASE_BACKLOG] = "\033[41m",
+};
+
+/* Lifecycle order: the wait in the kernel before the server read comes first. */
+static const enum rt_phase phase_order[RT_PHASE__COUNT] = {
+	RT_PHASE_BACKLOG,     RT_PHASE_RECEIVE,		RT_PHASE_QUEUE,	 RT_PHASE_TOKENIZE,
+	RT_PHASE_PREFILL,     RT_PHASE_PRE_FIRST_TOKEN, RT_PHASE_DECODE, RT_PHASE_COMM_WAIT,
+	RT_PHASE_POSTPROCESS, RT_PHASE_OTHER,
 };
 
 #define BG_ONCPU "\033[42m"
@@ -259,9 +266,8 @@ static void header(struct wf *w, const struct rt_span *s)
 
 	n = 0;
 	snprintf(items[n++], ITEM_MAX, "duration %.1f ms", ms(w->dur_ns));
-	if (s->first_token_ns && s->first_token_ns >= s->start_ns)
-		snprintf(items[n++], ITEM_MAX, "TTFT %.1f ms",
-			 ms((int64_t)(s->first_token_ns - s->start_ns)));
+	if (rt_span_ttft_ns(s) != RT_NULL_NS)
+		snprintf(items[n++], ITEM_MAX, "TTFT %.1f ms", ms(rt_span_ttft_ns(s)));
 	else
 		snprintf(items[n++], ITEM_MAX, "TTFT - (not streamed)");
 	snprintf(items[n++], ITEM_MAX, "events %u", s->events_out);
@@ -289,16 +295,21 @@ static void phases(struct wf *w, const struct rt_span *s)
 	char nulls[256] = "", num[32];
 	size_t o = 0;
 	int64_t off = 0;
-	int p;
+	int i, p;
 
 	fputc('\n', w->f);
 	axis(w);
-	/* Phases partition [start, end]: laid end to end in lifecycle order. */
-	for (p = 0; p < RT_PHASE__COUNT; p++) {
-		int64_t v = s->phase_ns[p];
+	/* Phases partition [arrival or start, end]: laid end to end in lifecycle order. */
+	for (i = 0; i < RT_PHASE__COUNT; i++) {
+		int64_t v;
 		const char *src;
 		struct seg sg;
 
+		p = phase_order[i];
+		v = s->phase_ns[p];
+		/* most ports are not watched for arrival: naming it each time is noise */
+		if (v == RT_NULL_NS && p == RT_PHASE_BACKLOG)
+			continue;
 		if (v == RT_NULL_NS) {
 			o += (size_t)snprintf(nulls + o, sizeof(nulls) - o, "%s%s", o ? ", " : "",
 					      rt_phase_name((enum rt_phase)p));
@@ -460,7 +471,7 @@ int rt_waterfall_print(FILE *f, const struct rt_span *s, const struct rt_waterfa
 		w.width = RT_WATERFALL_WIDTH_MAX;
 	w.bar_w = w.width - LABEL_W - 2;
 	/* an untrusted record may end before it starts: draw it as zero length */
-	w.dur_ns = s->end_ns > s->start_ns ? (int64_t)(s->end_ns - s->start_ns) : 0;
+	w.dur_ns = rt_span_duration_ns(s);
 	header(&w, s);
 	phases(&w, s);
 	threads(&w, s);

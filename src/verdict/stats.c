@@ -40,7 +40,8 @@ typedef int64_t (*pick_fn)(const struct rt_span *s, int arg);
 static int64_t pick_duration(const struct rt_span *s, int arg)
 {
 	(void)arg;
-	return s->end_ns >= s->start_ns ? (int64_t)(s->end_ns - s->start_ns) : RT_NULL_NS;
+	/* from arrival when the kernel saw it (docs/spans.md) */
+	return s->end_ns >= s->start_ns ? rt_span_duration_ns(s) : RT_NULL_NS;
 }
 
 static int64_t pick_ttft(const struct rt_span *s, int arg)
@@ -48,7 +49,7 @@ static int64_t pick_ttft(const struct rt_span *s, int arg)
 	(void)arg;
 	if (!s->first_token_ns || s->first_token_ns < s->start_ns)
 		return RT_NULL_NS;
-	return (int64_t)(s->first_token_ns - s->start_ns);
+	return rt_span_ttft_ns(s);
 }
 
 static int64_t pick_itl(const struct rt_span *s, int p99)

@@ -171,6 +171,14 @@ static void advice(struct rt_verdict *v, int dom)
 			line(v, "tokenize dominates: the tokenizer's CPU cost or its thread count "
 				"sets the latency");
 		break;
+	case RT_PHASE_BACKLOG:
+		line(v,
+		     "requests wait %.0f ms (p50; p99 %.0f ms) in the kernel before the server "
+		     "reads them: the server's HTTP threads are all busy (e.g. streaming other "
+		     "responses); add handler threads or use async I/O. This is not the engine's "
+		     "queue (queue_ms): a bigger batch or faster engine will not shorten it",
+		     ms(st->phase[dom].p50_ns), ms(st->phase[dom].p99_ns));
+		break;
 	case RT_PHASE_QUEUE:
 		if (serial_thread(v) && tokenizer_like(v))
 			line(v,
@@ -188,7 +196,9 @@ static void advice(struct rt_verdict *v, int dom)
 		else
 			line(v,
 			     "requests wait in a queue longer than any stage works on them: the "
-			     "stage after the queue (tokenizer or engine admission) is saturated");
+			     "stage after the queue (tokenizer or engine admission) is saturated; "
+			     "the server has already read them, so more HTTP threads will not "
+			     "help");
 		break;
 	case RT_PHASE_OTHER:
 		line(v, "most time is in no known phase (other): markers around the server's "
@@ -208,6 +218,27 @@ static void advice(struct rt_verdict *v, int dom)
 	default:
 		break;
 	}
+}
+
+/*
+ * Backlog that does not dominate but still weighs (a tenth of p99 latency
+ * or more): requests waited in the kernel for an HTTP thread, a fix apart
+ * from anything the dominant phase suggests.
+ */
+static void backlog_finding(struct rt_verdict *v)
+{
+	const struct rt_span_stats *st = &v->stats;
+	const struct rt_pct *b = &st->phase[RT_PHASE_BACKLOG];
+
+	if (!b->n || v->dominant_p50 == RT_PHASE_BACKLOG || v->dominant_p99 == RT_PHASE_BACKLOG)
+		return;
+	if (st->duration.p99_ns <= 0 || b->p99_ns * 10 < st->duration.p99_ns)
+		return;
+	line(v,
+	     "requests also wait up to %.0f ms (p99; p50 %.0f ms) in the kernel before the "
+	     "server reads them: its HTTP threads are all busy; add handler threads or use "
+	     "async I/O (the engine's queue is queue_ms, apart from this)",
+	     ms(b->p99_ns), ms(b->p50_ns));
 }
 
 static void evidence(struct rt_verdict *v)
@@ -247,6 +278,7 @@ static void evidence(struct rt_verdict *v)
 		advice(v, d50);
 	if (d99 >= 0 && d99 != d50)
 		advice(v, d99);
+	backlog_finding(v);
 	/* runnable but not running: the machine, not the server, is short */
 	if (v->total_runq_ns > v->total_on_cpu_ns / 2 && v->total_runq_ns > 0)
 		line(v,
@@ -254,6 +286,9 @@ static void evidence(struct rt_verdict *v)
 		     "CPUs are oversubscribed (other load, or more busy threads than cores)",
 		     ms(v->total_runq_ns), ms(v->total_on_cpu_ns));
 	for (p = 0; p < RT_PHASE__COUNT; p++) {
+		/* most ports are not watched for arrival: a null backlog is no news */
+		if (p == RT_PHASE_BACKLOG && st->phase[p].n == 0)
+			continue;
 		if (st->phase[p].n == 0)
 			o += (size_t)snprintf(nulls + o, sizeof(nulls) - o, "%s%s", o ? ", " : "",
 					      pname(p));
@@ -333,10 +368,13 @@ void rt_verdict_print(FILE *f, const struct rt_verdict *v)
 	if (st->n_spans) {
 		fprintf(f, "\n%-16s %10s %10s %6s %6s  %s\n", "PHASE", "P50_MS", "P99_MS", "%P50",
 			"%P99", "SPANS");
-		for (p = 0; p < RT_PHASE__COUNT; p++) {
-			const struct rt_pct *q = &st->phase[p];
+		for (i = 0; i < RT_PHASE__COUNT; i++) {
+			/* lifecycle order: the wait in the kernel first */
+			const struct rt_pct *q;
 			const char *mark;
 
+			p = i ? (int)i - 1 : RT_PHASE_BACKLOG;
+			q = &st->phase[p];
 			fprintf(f, "%-16s", pname(p));
 			pct_cell(f, q->p50_ns);
 			pct_cell(f, q->p99_ns);

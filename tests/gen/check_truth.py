@@ -18,10 +18,12 @@ import re
 import struct
 import sys
 
-SWITCH, WAKING, ACCEPT, CONNECT, RECV, SEND = 1, 2, 10, 11, 12, 13
+SWITCH, WAKING, ACCEPT, CONNECT, RECV, SEND, ARRIVAL = 1, 2, 10, 11, 12, 13, 16
+ARR_LEFT_UNREAD = 0x1
 MBEGIN, MEND, STEP_B, STEP_M, STEP_E = 20, 21, 22, 23, 24
+# enum rt_phase order (marker records carry the index); backlog is never marked
 PHASES = ["receive", "queue", "tokenize", "prefill", "pre_first_token", "decode",
-          "comm_wait", "postprocess", "other"]
+          "comm_wait", "postprocess", "other", "backlog"]
 TEXT_RE = re.compile(rb'"(?:text|content)":"((?:[^"\\]|\\.)*)"')
 TOL_NS = 1000  # equal splits round down to the ns on both sides
 NEVER = 1 << 64  # an instant after every other
@@ -66,6 +68,8 @@ def decode(r):
     elif k in (RECV, SEND):
         r["enter"], r["ret"], r["fd"], _, _, hl, tl = struct.unpack_from("<QqiHHHH", raw, 24)
         r["data"] = raw[104:104 + hl + tl]
+    elif k == ARRIVAL:
+        r["data_ns"], r["established"], r["fd"], r["flags"] = struct.unpack_from("<QQiI", raw, 24)
     elif k in (MBEGIN, MEND):
         r["phase"], n = struct.unpack_from("<II", raw, 24)
         r["id"] = raw[32:32 + n].decode()
@@ -194,6 +198,33 @@ class Check:
                      r["fd"] == self.fd_of[i]}
             if t["start_ns"] not in exits or t["received_ns"] not in exits:
                 self.err(rid, "start/received are read exits", None, None)
+
+    def check_arrival(self):
+        """arrival_ns from the ARRIVAL records (docs/spans.md, "Arrival")."""
+        arr = {}  # (tid, fd, ts) -> the ARRIVAL written for that read
+        for r in self.recs:
+            if r["kind"] == ARRIVAL:
+                arr[(r["tid"], r["fd"], r["ts"])] = r
+        self.arrival = {}
+        for i, t in enumerate(self.truth):
+            rid, fd, s = t["request_id"], self.fd_of[i], t["start_ns"]
+            read = [r for r in self.recs if r["kind"] == RECV and r["fd"] == fd and
+                    r["ts"] == s and r["ret"] > 0]
+            prev = [u for j, u in enumerate(self.truth) if self.fd_of[j] == fd and
+                    u["start_ns"] < s or (self.fd_of[j] == fd and j < i and u["start_ns"] == s)]
+            # the request's first byte is the read's first byte: every earlier
+            # request on the connection was read completely before this read
+            first = all(u["received_ns"] < s for u in prev)
+            a = arr.get((read[0]["tid"], fd, s)) if read else None
+            got, bound = None, False
+            if a and first and a["data_ns"] and a["data_ns"] <= s and \
+                    all(a["data_ns"] >= u["end_ns"] for u in prev):
+                got, bound = a["data_ns"], bool(a["flags"] & ARR_LEFT_UNREAD)
+            if got != t["arrival_ns"]:
+                self.err(rid, "arrival_ns", got, t["arrival_ns"])
+            if bound != ("backlog_lower_bound" in t["flags"]):
+                self.err(rid, "backlog_lower_bound", bound, t["flags"])
+            self.arrival[i] = got
 
     # ---- scheduler: bursts and their owners ----------------------------------------------------
 
@@ -470,6 +501,9 @@ class Check:
                 hi = lt
             if cw and cin(rcv, hi):
                 probe["comm_wait"] = (cin(rcv, hi), cw)
+            origin = self.arrival[i] or s
+            if self.arrival[i]:
+                probe["backlog"] = (s - origin, [(origin, s)])
             got = {p: None for p in PHASES}
             mine = []
             for tb, te, t0, t1, ph, mid in marks:
@@ -496,7 +530,7 @@ class Check:
                     got["prefill"] -= cin(rcv, ft)
                 if "decode" in with_marks:
                     got["decode"] -= cin(ft, lt)
-            got["other"] = (end - s) - sum(v for p, v in got.items() if v is not None and
+            got["other"] = (end - origin) - sum(v for p, v in got.items() if v is not None and
                                            p != "other")
             for p in PHASES:
                 want = t["phases"][p + "_ms"]
@@ -510,6 +544,7 @@ class Check:
 
     def run(self):
         io, self.writes = self.request_io()
+        self.check_arrival()
         self.check_events(self.writes)
         self.check_cpu(io)
         self.check_phases()

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Compares `reqtrace replay F.rtrace --json` with F.truth.jsonl for fixtures.
 
-Timestamps, counts, outcome and flags must be equal; phases, TTFT and ITL
-within 0.1 ms (the issue's tolerance); CPU per thread within 2 us (replay
+Timestamps (arrival_ns too), counts, outcome and flags must be equal;
+backlog_ms to the printed precision (arrival and start are both exact
+instants of the simulator's clock); other phases, TTFT and ITL within
+0.1 ms (the issue's tolerance); CPU per thread within 2 us (replay
 prints 3 decimals). Prints every difference; exit 1 when there is one.
 
 usage: compare_replay.py PATH/TO/reqtrace [FIXTURE_DIR | F.rtrace ...]
@@ -15,6 +17,7 @@ import subprocess
 import sys
 
 TOL_MS = 0.1
+EXACT_MS = 0.0005  # replay prints 3 decimals
 CPU_TOL_MS = 0.002
 
 
@@ -37,7 +40,7 @@ def compare(reqtrace, rtrace):
         if not g:
             out.append(f"{rid}: missing from replay (it has {sorted(got)})")
             continue
-        for k in ("start_ns", "received_ns", "first_token_ns", "end_ns", "events_out",
+        for k in ("arrival_ns", "start_ns", "received_ns", "first_token_ns", "end_ns", "events_out",
                   "tokens_out", "status", "outcome", "conn", "method", "path"):
             if g.get(k) != t.get(k):
                 out.append(f"{rid}: {k}: replay {g.get(k)}, truth {t.get(k)}")
@@ -50,8 +53,13 @@ def compare(reqtrace, rtrace):
         if (gi is None) != (ti is None) or \
            (ti and any(not near(gi[k], ti[k], TOL_MS) for k in ("p50", "p99", "max"))):
             out.append(f"{rid}: itl_ms: replay {gi}, truth {ti}")
+        if list(g["phases"])[:1] != ["backlog_ms"]:
+            out.append(f"{rid}: phases: backlog_ms is not the first key ({list(g['phases'])})")
+        if g.get("phase_source", {}).get("backlog") != \
+                ("probe" if t["phases"]["backlog_ms"] is not None else None):
+            out.append(f"{rid}: phase_source.backlog: {g.get('phase_source')}")
         for k, v in t["phases"].items():
-            if not near(g["phases"].get(k), v, TOL_MS):
+            if not near(g["phases"].get(k), v, EXACT_MS if k == "backlog_ms" else TOL_MS):
                 out.append(f"{rid}: {k}: replay {g['phases'].get(k)}, truth {v}")
         gt = {x["tid"]: x for x in g["cpu"]["threads"]}
         tt = {x["tid"]: x for x in t["cpu"]["threads"]}

@@ -69,6 +69,11 @@ struct gen_scenario {
 	uint64_t comm_lo, comm_hi; /* peer reply delay */
 	uint16_t recv_sys, send_sys, final_sys; /* enum rt_sock_syscall */
 	int noise; /* untraced CPU hogs (0-2) */
+	/* the kernel's receive path is traced: ARRIVAL records before reads */
+	bool arrival;
+	/* handler threads, each serving its connections one after another
+	 * (connection i goes to handler i % n_handlers); 0: one per connection */
+	int n_handlers;
 };
 
 /* http_bytes.c: a growable byte string */
@@ -108,6 +113,8 @@ struct gen_req {
 	uint64_t prefill_ns, first_prod_ns, last_prod_ns;
 
 	/* truth */
+	uint64_t arrival; /* as the span contract gives it, 0: null */
+	bool arrival_bound; /* arrival is an upper bound: backlog_lower_bound */
 	uint64_t start, received, first_tok, last_tok, end, first_write;
 	uint64_t tok_writes[GEN_MAX_TOKENS];
 	int n_tok_writes;
@@ -129,6 +136,7 @@ struct gen_conn {
 	size_t stream_len;
 	int first_req, n_reqs;
 	int handler; /* thread index */
+	int next_conn; /* the handler's next connection after this one, -1: none */
 	bool accepted, eof_seen, closed;
 	enum gen_hstate hst;
 	int cur; /* request being answered, -1: none */

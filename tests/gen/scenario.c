@@ -177,6 +177,31 @@ static const struct gen_scenario scenarios[] = {
 		.final_sys = RT_SYS_WRITE,
 		.noise = 0,
 	},
+	{
+		.name = "accept-queue",
+		.desc = "four clients at once, two handler threads: requests wait unread in the kernel",
+		.n_conns = 4,
+		.conn_at = { 1 * MS, 1 * MS + 30 * US, 1 * MS + 60 * US, 1 * MS + 90 * US },
+		.n_reqs = 5,
+		.reqs = {
+			{ .conn = 0, .at_ns = 100 * US, .n_tokens = 5, .prompt_len = 120,
+			  .stream = true, .with_id = true },
+			{ .conn = 1, .at_ns = 100 * US, .n_tokens = 4, .prompt_len = 80,
+			  .stream = true, .with_id = true },
+			{ .conn = 2, .at_ns = 100 * US, .n_tokens = 4, .prompt_len = 100,
+			  .fmt = GEN_FMT_CHAT, .stream = true, .empty_first = true },
+			{ .conn = 3, .at_ns = 150 * US, .n_tokens = 3, .prompt_len = 60,
+			  .with_id = true },
+			{ .conn = 3, .think_ns = 1 * MS, .n_tokens = 4, .prompt_len = 90,
+			  .stream = true, .with_id = true },
+		},
+		.recv_sys = RT_SYS_READ,
+		.send_sys = RT_SYS_WRITE,
+		.final_sys = RT_SYS_WRITEV,
+		.noise = 1,
+		.arrival = true,
+		.n_handlers = 2,
+	},
 };
 
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

@@ -107,6 +107,16 @@ static void h_on_read(struct sim *s, struct sim_thread *t, struct sim_act *a)
 			for (j = c->first_req; j < i; j++)
 				if (!w->reqs[j].end)
 					r->pipelined = true;
+			/*
+			 * The read's arrival is this request's only when the request
+			 * begins at the read's first byte, and never before the
+			 * previous request on the connection ended (docs/spans.md).
+			 */
+			if (r->off_begin == lo && a->arr_ns && a->arr_ns <= s->now &&
+			    (i == c->first_req || a->arr_ns >= w->reqs[i - 1].end)) {
+				r->arrival = a->arr_ns;
+				r->arrival_bound = a->arr_flags & RT_ARR_LEFT_UNREAD;
+			}
 		}
 		if (r->off_end > lo && r->off_end <= hi)
 			r->received = s->now;
@@ -210,6 +220,9 @@ static void h_on_close(struct sim *s, struct sim_thread *t, struct sim_act *a)
 
 	(void)a;
 	conn_of(t)->closed = true;
+	/* a pooled handler moves on to its next connection (it waited unread) */
+	if (conn_of(t)->next_conn >= 0)
+		t->role = &w->conns[conn_of(t)->next_conn];
 	if (++w->conns_closed == w->n_conns && !w->stop_armed) {
 		w->stop_armed = true;
 		sim_timer(s, s->now + 2 * MS, stop_check, 0, 0);
@@ -472,7 +485,7 @@ int gen_server_setup(struct gen_world *w)
 	s->src_waking = SIM_SRC_LATE;
 	s->src_mark = SIM_SRC_LATE;
 	s->listen_fd = GEN_LISTEN_FD;
-	if (sc->n_conns < 1 || sc->n_conns > GEN_MAX_CONNS || sc->noise > 2)
+	if (sc->n_conns < 1 || sc->n_conns > GEN_MAX_CONNS || sc->noise > 2 || sc->n_handlers < 0)
 		return -EINVAL;
 	w->n_conns = sc->n_conns;
 
@@ -489,14 +502,22 @@ int gen_server_setup(struct gen_world *w)
 		c->cur = -1;
 		c->next_proc = -1;
 		c->client_port = (uint16_t)(51000 + 17 * i + (w->seed % 997));
-		snprintf(name, sizeof(name), "http-%d", i);
-		c->handler = add_thread(w, GEN_PID + 3 + i, name, handler_behave, c);
+		c->next_conn = -1;
+		if (sc->n_handlers && i >= sc->n_handlers) {
+			/* the pool is full: this one waits for a handler to be done */
+			c->handler = w->conns[i - sc->n_handlers].handler;
+			w->conns[i - sc->n_handlers].next_conn = i;
+		} else {
+			snprintf(name, sizeof(name), "http-%d", i);
+			c->handler = add_thread(w, GEN_PID + 3 + i, name, handler_behave, c);
+		}
 		if (c->handler < 0)
 			return c->handler;
 		a = loopback(c->client_port);
 		err = sim_sock_add(s, c->fd, &srv, &a);
 		if (err)
 			return err;
+		sim_sock_get(s, c->fd)->watched = sc->arrival;
 	}
 	for (i = 0; i < sc->noise; i++) {
 		idx = sim_thread_add(s, GEN_NOISE_PID, GEN_NOISE_PID + i, "stress", false,

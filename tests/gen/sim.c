@@ -70,8 +70,11 @@ void sim_fini(struct sim *s)
 		free(s->threads[i]->bursts);
 		free(s->threads[i]);
 	}
-	for (i = 0; i < SIM_MAX_SOCKS; i++)
+	for (i = 0; i < SIM_MAX_SOCKS; i++) {
 		free(s->socks[i].rx);
+		free(s->socks[i].seg_off);
+		free(s->socks[i].seg_ts);
+	}
 	free(s->heap);
 	free(s->tx);
 	free(s->recs);
@@ -438,10 +441,52 @@ int sim_sock_arrive(struct sim *s, int fd, const void *data, size_t len)
 		so->rx = p;
 		so->rx_cap = cap;
 	}
+	if (so->watched && len) {
+		if (so->n_segs == so->cap_segs) {
+			cap = so->cap_segs ? so->cap_segs * 2 : 16;
+			p = realloc(so->seg_off, cap * sizeof(*so->seg_off));
+			if (p)
+				so->seg_off = p;
+			p = p ? realloc(so->seg_ts, cap * sizeof(*so->seg_ts)) : NULL;
+			if (!p) {
+				fail(s, -ENOMEM);
+				return -ENOMEM;
+			}
+			so->seg_ts = p;
+			so->cap_segs = cap;
+		}
+		so->seg_off[so->n_segs] = so->rx_len;
+		so->seg_ts[so->n_segs++] = s->now;
+	}
 	memcpy(so->rx + so->rx_len, data, len);
 	so->rx_len += len;
 	wake_readers(s, fd);
 	return 0;
+}
+
+/*
+ * What the kernel's receive path can say about a read of rx from `from`:
+ * when the segment holding its first byte arrived; after a read that left
+ * bytes behind only the newest segment's arrival, an upper bound.
+ */
+static void arrival_of(const struct sim_sock *so, size_t from, uint64_t *data_ns, uint32_t *flags)
+{
+	size_t i;
+
+	*data_ns = 0;
+	*flags = 0;
+	if (!so->n_segs)
+		return;
+	if (so->left_unread) {
+		*data_ns = so->seg_ts[so->n_segs - 1];
+		*flags = RT_ARR_LEFT_UNREAD;
+		return;
+	}
+	for (i = so->n_segs; i-- > 0;)
+		if (so->seg_off[i] <= from) {
+			*data_ns = so->seg_ts[i];
+			return;
+		}
 }
 
 void sim_sock_peer_close(struct sim *s, int fd, bool broken)
@@ -464,6 +509,7 @@ void sim_listen_arrive(struct sim *s, int fd)
 		return;
 	so->pending_accept = true;
 	so->accept_seq = ++s->accept_seq;
+	so->established_ns = s->now;
 	for (i = 0; i < s->n_threads; i++)
 		sim_wake(s, -1, i, SIM_W_ACCEPT);
 }
@@ -586,7 +632,14 @@ static bool step(struct sim *s, struct sim_thread *t, struct sim_act *a)
 			avail = so->rx_len - so->rx_pos;
 			a->ret = avail < a->data_len ? avail : a->data_len;
 			a->data_off = so->rx_pos;
+			if (so->watched && a->ret > 0) {
+				/* written just before the read's own record, same instant */
+				arrival_of(so, so->rx_pos, &a->arr_ns, &a->arr_flags);
+				sim_emit_arrival(s, t, so, a->arr_ns, a->arr_flags);
+			}
 			so->rx_pos += a->ret;
+			if (so->watched && a->ret > 0)
+				so->left_unread = so->rx_pos < so->rx_len;
 			sim_emit_io(s, t, RT_EV_SOCK_RECV, so, a->syscall, a->enter_ns, a->ret,
 				    so->rx + a->data_off);
 			return true;

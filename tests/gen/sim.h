@@ -80,6 +80,8 @@ struct sim_act {
 	uint64_t step_id;
 	uint64_t data_off; /* SEND: payload in s->tx; RECV: stream offset of what was read */
 	uint32_t data_len; /* SEND: payload length; RECV: buffer size */
+	uint64_t arr_ns; /* RECV on a watched socket: the ARRIVAL's data_ns (0: none) */
+	uint32_t arr_flags; /* ... and its RT_ARR_* flags */
 	uint32_t n_iov; /* SEND: iovecs (recorded as the syscall kind only) */
 	int64_t ret; /* RECV/SEND result */
 	uint64_t enter_ns;
@@ -157,6 +159,15 @@ struct sim_sock {
 	struct rt_sock_addr local, peer;
 	uint8_t *rx;
 	size_t rx_len, rx_cap, rx_pos;
+	/* arrival modelling (watched: the kernel's receive path is traced):
+	 * when each segment of rx arrived, the handshake, and whether the
+	 * last read left bytes behind (docs/events.md, ARRIVAL) */
+	bool watched;
+	uint64_t established_ns;
+	size_t *seg_off; /* first rx offset of each segment */
+	uint64_t *seg_ts;
+	size_t n_segs, cap_segs;
+	bool left_unread;
 };
 
 struct sim_cpu {
@@ -296,5 +307,7 @@ int sim_emit_task_new(struct sim *s, struct sim_thread *parent, struct sim_threa
 int sim_emit_conn(struct sim *s, struct sim_thread *t, uint16_t kind, const struct sim_sock *so,
 		  uint64_t enter, int listen_fd);
 int sim_emit_close(struct sim *s, struct sim_thread *t, uint64_t enter, int fd);
+int sim_emit_arrival(struct sim *s, struct sim_thread *t, const struct sim_sock *so,
+		     uint64_t data_ns, uint32_t flags);
 
 #endif /* RT_GEN_SIM_H */

@@ -186,6 +186,20 @@ int sim_emit_io(struct sim *s, struct sim_thread *t, uint16_t kind, const struct
 	return sim_emit(s, buf, size, SIM_SRC_BPF, t->cpu);
 }
 
+int sim_emit_arrival(struct sim *s, struct sim_thread *t, const struct sim_sock *so,
+		     uint64_t data_ns, uint32_t flags)
+{
+	struct rt_ev_sock_arrival r;
+
+	memset(&r, 0, sizeof(r));
+	sim_hdr(&r.hdr, RT_EV_SOCK_ARRIVAL, sizeof(r), s->now, t->pid, t->tid);
+	r.data_ns = data_ns;
+	r.established_ns = so->established_ns;
+	r.fd = so->fd;
+	r.flags = flags;
+	return sim_emit(s, &r, sizeof(r), SIM_SRC_BPF, t->cpu);
+}
+
 static int log_mark(struct sim *s, struct sim_thread *t, const struct sim_act *a)
 {
 	struct sim_mark_log *m;

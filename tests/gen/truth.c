@@ -17,8 +17,21 @@
 
 static const char *const phase_keys[RT_PHASE__COUNT] = {
 	"receive", "queue",	"tokenize",    "prefill", "pre_first_token",
-	"decode",  "comm_wait", "postprocess", "other",
+	"decode",  "comm_wait", "postprocess", "other",	  "backlog",
 };
+
+/* The JSON's order: lifecycle, the wait in the kernel first (docs/spans.md). */
+static const int phase_order[RT_PHASE__COUNT] = {
+	RT_PHASE_BACKLOG,     RT_PHASE_RECEIVE,		RT_PHASE_QUEUE,	 RT_PHASE_TOKENIZE,
+	RT_PHASE_PREFILL,     RT_PHASE_PRE_FIRST_TOKEN, RT_PHASE_DECODE, RT_PHASE_COMM_WAIT,
+	RT_PHASE_POSTPROCESS, RT_PHASE_OTHER,
+};
+
+/* Where the span's time counts from: the arrival when the contract gives one. */
+static uint64_t origin(const struct gen_req *r)
+{
+	return r->arrival ? r->arrival : r->start;
+}
 
 /* ---- helpers ---------------------------------------------------------------------------------- */
 
@@ -79,6 +92,11 @@ static void probe_phases(const struct gen_req *r, int64_t *v, uint64_t iv[][2])
 	for (p = 0; p < RT_PHASE__COUNT; p++) {
 		v[p] = NUL;
 		iv[p][0] = iv[p][1] = 0;
+	}
+	if (r->arrival) {
+		v[RT_PHASE_BACKLOG] = (int64_t)(r->start - r->arrival);
+		iv[RT_PHASE_BACKLOG][0] = r->arrival;
+		iv[RT_PHASE_BACKLOG][1] = r->start;
 	}
 	v[RT_PHASE_RECEIVE] = (int64_t)(r->received - r->start);
 	iv[RT_PHASE_RECEIVE][0] = r->start;
@@ -195,10 +213,10 @@ static void phases_of(const struct gen_world *w, const struct gen_req *r, struct
 		if (ph->marker[RT_PHASE_DECODE])
 			ph->v[RT_PHASE_DECODE] -= comm_in(r, r->first_tok, r->last_tok);
 	}
-	for (p = 0; p < RT_PHASE_OTHER; p++)
-		if (ph->v[p] != NUL)
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		if (p != RT_PHASE_OTHER && ph->v[p] != NUL)
 			sum += ph->v[p];
-	ph->v[RT_PHASE_OTHER] = (int64_t)(r->end - r->start) - sum;
+	ph->v[RT_PHASE_OTHER] = (int64_t)(r->end - origin(r)) - sum;
 }
 
 /* ---- output ------------------------------------------------------------------------------------- */
@@ -282,16 +300,18 @@ static void put_cpu(struct gen_str *g, const struct gen_world *w, const struct g
 static void put_phases(struct gen_str *g, const struct phases *ph)
 {
 	bool first = true;
-	int p;
+	int i, p;
 
 	gs_printf(g, "\"phases\":{");
-	for (p = 0; p < RT_PHASE__COUNT; p++) {
-		gs_printf(g, "%s\"%s_ms\":", p ? "," : "", phase_keys[p]);
+	for (i = 0; i < RT_PHASE__COUNT; i++) {
+		p = phase_order[i];
+		gs_printf(g, "%s\"%s_ms\":", i ? "," : "", phase_keys[p]);
 		put_ms(g, ph->v[p]);
 	}
 	gs_printf(g, "},\"phase_source\":{");
-	for (p = 0; p < RT_PHASE_OTHER; p++) {
-		if (ph->v[p] == NUL)
+	for (i = 0; i < RT_PHASE__COUNT; i++) {
+		p = phase_order[i];
+		if (ph->v[p] == NUL || p == RT_PHASE_OTHER)
 			continue;
 		gs_printf(g, "%s\"%s\":\"%s\"", first ? "" : ",", phase_keys[p],
 			  ph->marker[p] ? "marker" : "probe");
@@ -324,6 +344,8 @@ static void put_req(struct gen_str *g, const struct gen_world *w, const struct g
 		gs_printf(g, "%d", r->status);
 	else
 		gs_printf(g, "null");
+	gs_printf(g, ",\"arrival_ns\":");
+	put_ns(g, r->arrival);
 	gs_printf(g, ",\"start_ns\":");
 	put_ns(g, r->start);
 	gs_printf(g, ",\"received_ns\":");
@@ -335,9 +357,9 @@ static void put_req(struct gen_str *g, const struct gen_world *w, const struct g
 	gs_printf(g, ",\"end_ns\":");
 	put_ns(g, r->end);
 	gs_printf(g, ",\"duration_ms\":");
-	put_ms(g, (int64_t)(r->end - r->start));
+	put_ms(g, (int64_t)(r->end - origin(r)));
 	gs_printf(g, ",\"ttft_ms\":");
-	put_ms(g, r->cfg->stream && r->first_tok ? (int64_t)(r->first_tok - r->start) : NUL);
+	put_ms(g, r->cfg->stream && r->first_tok ? (int64_t)(r->first_tok - origin(r)) : NUL);
 	gs_printf(g, ",\"events_out\":%d,\"tokens_out\":", r->cfg->stream ? r->n_tok_writes : 0);
 	if (r->tokens_out >= 0)
 		gs_printf(g, "%lld", (long long)r->tokens_out);
@@ -354,8 +376,10 @@ static void put_req(struct gen_str *g, const struct gen_world *w, const struct g
 		gs_printf(g, "%s\"%s\":%s", i ? "," : "", r->reported[i].name,
 			  r->reported[i].value);
 	/* no GPU records in these recordings; nothing is amended late */
-	gs_printf(g, "},\"gpu\":null,\"outcome\":\"%s\",\"flags\":[%s],\"revision\":0",
-		  r->aborted ? "aborted" : "ok", r->pipelined ? "\"pipelined\"" : "");
+	gs_printf(g, "},\"gpu\":null,\"outcome\":\"%s\",\"flags\":[%s%s%s],\"revision\":0",
+		  r->aborted ? "aborted" : "ok", r->pipelined ? "\"pipelined\"" : "",
+		  r->pipelined && r->arrival_bound ? "," : "",
+		  r->arrival_bound ? "\"backlog_lower_bound\"" : "");
 	gs_printf(g, ",\"token_writes_ns\":[");
 	for (i = 0; i < r->n_tok_writes; i++)
 		gs_printf(g, "%s%llu", i ? "," : "", (unsigned long long)r->tok_writes[i]);

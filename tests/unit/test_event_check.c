@@ -225,7 +225,8 @@ static void test_enums_and_intervals(void **state)
 
 	mk = (void *)make(RT_EV_MARK_END);
 	mk->phase = RT_PHASE__COUNT;
-	expect_fault(&mk->hdr, offsetof(struct rt_ev_mark, phase), "MARK_END phase 9 out of range");
+	expect_fault(&mk->hdr, offsetof(struct rt_ev_mark, phase),
+		     "MARK_END phase 10 out of range");
 	mk->phase = RT_PHASE_DECODE;
 	mk->id_len = RT_ID_LEN + 1;
 	expect_fault(&mk->hdr, offsetof(struct rt_ev_mark, id_len), "id_len");

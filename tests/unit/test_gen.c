@@ -174,7 +174,7 @@ static void check_recording(const char *path, enum rt_gen_mode mode, struct rec_
 
 static const char *const phase_keys[] = {
 	"receive_ms", "queue_ms",     "tokenize_ms",	"prefill_ms", "pre_first_token_ms",
-	"decode_ms",  "comm_wait_ms", "postprocess_ms", "other_ms",
+	"decode_ms",  "comm_wait_ms", "postprocess_ms", "other_ms",   "backlog_ms",
 };
 
 /* cmocka's assert_float_equal() works in float: far too coarse for ns instants */
@@ -234,18 +234,28 @@ static void check_itl(const cJSON *o, const cJSON *writes)
 	assert_near(ns_of(itl, "max") * 1e6, gaps[n - 1], 1.0);
 }
 
-/* Returns whether the request reported llama.cpp timings. */
-static bool check_request(const cJSON *o, enum rt_gen_mode mode)
+/* Returns whether the request reported llama.cpp timings; *backlog: it has one. */
+static bool check_request(const cJSON *o, enum rt_gen_mode mode, bool *backlog)
 {
 	const cJSON *phases = field(o, "phases"), *writes = field(o, "token_writes_ns"), *rep;
 	const cJSON *cpu = field(o, "cpu"), *th, *first = field(o, "first_token_ns");
+	const cJSON *arr = field(o, "arrival_ns"), *bl = field(phases, "backlog_ms");
 	double start = ns_of(o, "start_ns"), end = ns_of(o, "end_ns"), sum = 0, on = 0;
+	double origin = start;
 	int i, nwrites = cJSON_GetArraySize(writes);
 	bool marker_phase = false;
 
 	assert_true(ns_of(o, "received_ns") >= start);
 	assert_true(end > start);
-	assert_near(ns_of(o, "duration_ms") * 1e6, end - start, 1.0);
+	/* arrival and backlog come together; time counts from the arrival */
+	assert_int_equal(cJSON_IsNull(arr), cJSON_IsNull(bl));
+	*backlog = !cJSON_IsNull(bl);
+	if (*backlog) {
+		origin = arr->valuedouble;
+		assert_true(origin <= start);
+		assert_near(bl->valuedouble * 1e6, start - origin, 1.0);
+	}
+	assert_near(ns_of(o, "duration_ms") * 1e6, end - origin, 1.0);
 	/* phases partition the span */
 	for (i = 0; i < (int)(sizeof(phase_keys) / sizeof(phase_keys[0])); i++) {
 		const cJSON *p = field(phases, phase_keys[i]);
@@ -256,9 +266,9 @@ static bool check_request(const cJSON *o, enum rt_gen_mode mode)
 		sum += p->valuedouble;
 	}
 	assert_false(cJSON_IsNull(field(phases, "other_ms")));
-	if (fabs(sum * 1e6 - (end - start)) > 1000.0) /* 1 us */
+	if (fabs(sum * 1e6 - (end - origin)) > 1000.0) /* 1 us */
 		fail_msg("%s: phases sum to %.6f ms, duration %.6f ms",
-			 field(o, "request_id")->valuestring, sum, (end - start) / 1e6);
+			 field(o, "request_id")->valuestring, sum, (end - origin) / 1e6);
 	for (i = 1; i <= 3; i++)
 		marker_phase |= !cJSON_IsNull(field(phases, phase_keys[i]));
 	if (mode == RT_GEN_MARKERS) {
@@ -275,7 +285,7 @@ static bool check_request(const cJSON *o, enum rt_gen_mode mode)
 		assert_near(first->valuedouble, cJSON_GetArrayItem(writes, 0)->valuedouble, 0.5);
 		assert_near(ns_of(o, "last_token_ns"),
 			    cJSON_GetArrayItem(writes, nwrites - 1)->valuedouble, 0.5);
-		assert_near(ns_of(o, "ttft_ms") * 1e6, first->valuedouble - start, 1.0);
+		assert_near(ns_of(o, "ttft_ms") * 1e6, first->valuedouble - origin, 1.0);
 		for (i = 1; i < nwrites; i++)
 			assert_true(cJSON_GetArrayItem(writes, i)->valuedouble >=
 				    cJSON_GetArrayItem(writes, i - 1)->valuedouble);
@@ -306,7 +316,7 @@ static bool check_request(const cJSON *o, enum rt_gen_mode mode)
 
 /* Returns how many requests the truth holds; calls fn-less checks on each. */
 static int check_truth(const char *path, enum rt_gen_mode mode, int *aborted, int *pipelined,
-		       int *shared, int *llama)
+		       int *shared, int *llama, int *backlog)
 {
 	size_t len;
 	char *text = slurp(path, &len), *line, *save = NULL;
@@ -318,7 +328,10 @@ static int check_truth(const char *path, enum rt_gen_mode mode, int *aborted, in
 
 		if (!o)
 			fail_msg("%s: line %d is not JSON", path, n + 1);
-		*llama += check_request(o, mode);
+		bool b = false;
+
+		*llama += check_request(o, mode, &b);
+		*backlog += b;
 		if (!strcmp(field(o, "outcome")->valuestring, "aborted"))
 			(*aborted)++;
 		cJSON_ArrayForEach(f, field(o, "flags"))
@@ -343,7 +356,7 @@ static void test_every_scenario(void **state)
 	struct rec_stats st;
 	struct tmp t;
 	size_t i;
-	int m, n, aborted, pipelined, shared, llama;
+	int m, n, aborted, pipelined, shared, llama, backlog;
 
 	(void)state;
 	assert_true(rt_gen_scenario_count() >= 8);
@@ -354,9 +367,9 @@ static void test_every_scenario(void **state)
 			tmp_make(&t);
 			generate(name, (enum rt_gen_mode)m, 7 + i, &t);
 			check_recording(t.rtrace, (enum rt_gen_mode)m, &st);
-			aborted = pipelined = shared = llama = 0;
+			aborted = pipelined = shared = llama = backlog = 0;
 			n = check_truth(t.truth, (enum rt_gen_mode)m, &aborted, &pipelined, &shared,
-					&llama);
+					&llama, &backlog);
 			assert_true(n >= 1);
 			/* what each scenario is about shows in its truth */
 			if (!strcmp(name, "aborted"))
@@ -368,6 +381,11 @@ static void test_every_scenario(void **state)
 				assert_true(shared >= 2);
 			if (!strcmp(name, "large-final-event"))
 				assert_true(llama >= 1);
+			/* only accept-queue models arrival; its pooled requests waited */
+			if (!strcmp(name, "accept-queue"))
+				assert_int_equal(backlog, n);
+			else
+				assert_int_equal(backlog, 0);
 			tmp_remove(&t);
 		}
 	}

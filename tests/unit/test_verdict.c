@@ -229,6 +229,67 @@ static void test_queue_behind_one_thread(void **state)
 	assert_true(has_line(&v, "stage after the queue"));
 }
 
+/*
+ * Requests waited in the kernel (backlog): the HTTP threads were busy. The
+ * verdict says so, apart from the engine's queue, and durations count from
+ * the arrival.
+ */
+static void test_backlog_dominates(void **state)
+{
+	struct rt_span s[N];
+	struct rt_verdict v;
+	int i;
+
+	(void)state;
+	seeds(s);
+	for (i = 0; i < N; i++) {
+		s[i].arrival_ns = s[i].start_ns - 900 * MS;
+		s[i].phase_ns[RT_PHASE_BACKLOG] = 900 * MS;
+		s[i].phase_source[RT_PHASE_BACKLOG] = RT_PSRC_PROBE;
+	}
+	assert_int_equal(rt_verdict_compute(s, N, &v), 0);
+	assert_int_equal(v.dominant_p50, RT_PHASE_BACKLOG);
+	assert_int_equal(v.stats.duration.p50_ns, 1760 * MS);
+	assert_int_equal(v.stats.ttft.p50_ns, 1680 * MS);
+	assert_true(has_line(&v, "requests wait 900 ms (p50; p99 900 ms) in the kernel before the "
+				 "server reads them: the server's HTTP threads are all busy"));
+	assert_true(has_line(&v, "not the engine's queue (queue_ms)"));
+	assert_false(has_line(&v, "requests also wait"));
+}
+
+/* Backlog that weighs without dominating still gets its own finding. */
+static void test_backlog_beside_queue(void **state)
+{
+	struct rt_span s[N];
+	struct rt_verdict v;
+	int i;
+
+	(void)state;
+	seeds(s);
+	for (i = 0; i < N; i++) {
+		s[i].arrival_ns = s[i].start_ns - 200 * MS;
+		s[i].phase_ns[RT_PHASE_BACKLOG] = 200 * MS;
+		s[i].phase_source[RT_PHASE_BACKLOG] = RT_PSRC_PROBE;
+		s[i].phase_ns[RT_PHASE_QUEUE] = s[i].phase_ns[RT_PHASE_TOKENIZE];
+		s[i].phase_ns[RT_PHASE_TOKENIZE] = 0;
+		s[i].cpu.n_threads = 0; /* no hot thread: an engine queue */
+		s[i].cpu.on_cpu_ns = s[i].cpu.runq_ns = 0;
+	}
+	assert_int_equal(rt_verdict_compute(s, N, &v), 0);
+	assert_int_equal(v.dominant_p50, RT_PHASE_QUEUE);
+	assert_true(has_line(&v, "more HTTP threads will not help"));
+	assert_true(
+		has_line(&v, "requests also wait up to 200 ms (p99; p50 200 ms) in the kernel"));
+	/* below a tenth of p99 latency: no finding */
+	for (i = 0; i < N; i++)
+		s[i].phase_ns[RT_PHASE_BACKLOG] = 50 * MS;
+	for (i = 0; i < N; i++)
+		s[i].arrival_ns = s[i].start_ns - 50 * MS;
+	assert_int_equal(rt_verdict_compute(s, N, &v), 0);
+	assert_false(has_line(&v, "in the kernel"));
+	assert_false(has_line(&v, "backlog"));
+}
+
 static void test_outcomes_runq_other(void **state)
 {
 	struct rt_span s[N];
@@ -320,6 +381,8 @@ int main(void)
 		cmocka_unit_test(test_tokenize_dominates_hot_tokenizer),
 		cmocka_unit_test(test_zero_code_nulls),
 		cmocka_unit_test(test_queue_behind_one_thread),
+		cmocka_unit_test(test_backlog_dominates),
+		cmocka_unit_test(test_backlog_beside_queue),
 		cmocka_unit_test(test_outcomes_runq_other),
 		cmocka_unit_test(test_empty_and_errors),
 		cmocka_unit_test(test_print),

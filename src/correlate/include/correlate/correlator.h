@@ -60,6 +60,11 @@ struct rt_correlator_stats {
 	uint64_t missed_switch_ins; /* a thread switched out that we never saw switch in */
 	/* time threads held a CPU without running (steal, interrupts): runqueue */
 	uint64_t not_run_ns;
+	/* ARRIVAL records (docs/spans.md, "Arrival"): given to a request as its
+	 * arrival_ns; refused (after the request's start, or before the end
+	 * of the previous request on the connection); or used by none (no
+	 * matching read, or the read began no request at its first byte) */
+	uint64_t arrivals_applied, arrivals_refused, arrivals_unused;
 };
 
 struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts);

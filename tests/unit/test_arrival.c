@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The correlator's arrival rules (docs/spans.md, "Arrival"): an ARRIVAL
+ * record belongs to the read it precedes; a request that begins at that
+ * read's first byte gets its data_ns as arrival_ns and a backlog phase
+ * (start - arrival) at the head of the partition; a request pipelined in
+ * the middle of a read gets none; RT_ARR_LEFT_UNREAD makes the backlog a
+ * lower bound; an arrival after the read, or one for another read, is not
+ * used; a recording without ARRIVAL records gives the spans it always did.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <reqtrace/span.h>
+
+#include "correlate/correlator.h"
+#include "common/jsonw.h"
+#include "export/span_json.h"
+
+#define PID 100
+#define HANDLER 102
+#define OTHER_TID 103
+#define FD 7
+#define US 1000ULL
+#define MS 1000000ULL
+#define T0 (1000 * MS)
+
+#define REQ "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+#define REQ2 "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+#define RESP "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+static struct rt_correlator *c;
+static struct rt_span spans[8];
+static int n_spans;
+
+static void on_span(const struct rt_span *s, void *ctx)
+{
+	(void)ctx;
+	assert_true(n_spans < 8);
+	spans[n_spans++] = *s;
+}
+
+static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t ts, uint32_t tid)
+{
+	h->kind = kind;
+	h->size = size;
+	h->ts_ns = ts;
+	h->pid = PID;
+	h->tid = tid;
+}
+
+static int setup(void **state)
+{
+	struct rt_correlator_opts o = { .on_span = on_span };
+	struct rt_ev_target t = { 0 };
+	struct rt_ev_sock_conn a = { 0 };
+
+	(void)state;
+	n_spans = 0;
+	c = rt_correlator__new(&o);
+	assert_non_null(c);
+	hdr(&t.hdr, RT_EV_TARGET, sizeof(t), T0, 0);
+	t.group_id = 1;
+	snprintf(t.group, sizeof(t.group), "svc");
+	rt_correlator__event(c, &t.hdr, false);
+	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), T0 + 1 * US, HANDLER);
+	a.fd = FD;
+	a.listen_fd = 3;
+	a.local.family = a.peer.family = RT_AF_INET;
+	a.local.port = 8000;
+	a.peer.port = 40000;
+	rt_correlator__event(c, &a.hdr, false);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	rt_correlator__free(c);
+	c = NULL;
+	return 0;
+}
+
+static void io(uint16_t kind, uint64_t ts, uint32_t tid, const char *data)
+{
+	size_t len = strlen(data), size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
+	struct rt_ev_sock_io *e = calloc(1, size);
+
+	assert_non_null(e);
+	hdr(&e->hdr, kind, (uint16_t)size, ts, tid);
+	e->enter_ns = ts - 2 * US;
+	e->ret = (int64_t)len;
+	e->fd = FD;
+	e->syscall = kind == RT_EV_SOCK_RECV ? RT_SYS_READ : RT_SYS_WRITE;
+	e->head_len = (uint16_t)len;
+	e->local.family = e->peer.family = RT_AF_INET;
+	e->local.port = 8000;
+	e->peer.port = 40000;
+	memcpy(e->data, data, len);
+	rt_correlator__event(c, &e->hdr, false);
+	free(e);
+}
+
+static void arrival(uint64_t ts, uint32_t tid, uint64_t data_ns, uint32_t flags)
+{
+	struct rt_ev_sock_arrival e = { 0 };
+
+	hdr(&e.hdr, RT_EV_SOCK_ARRIVAL, sizeof(e), ts, tid);
+	e.data_ns = data_ns;
+	e.established_ns = T0;
+	e.fd = FD;
+	e.flags = flags;
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+static struct rt_correlator_stats stats(void)
+{
+	struct rt_correlator_stats st;
+
+	rt_correlator__stats(c, &st);
+	return st;
+}
+
+static int64_t sum_phases(const struct rt_span *s)
+{
+	int64_t sum = 0;
+	int p;
+
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		if (s->phase_ns[p] != RT_NULL_NS)
+			sum += s->phase_ns[p];
+	return sum;
+}
+
+/* The span's JSON, for key order and values as a reader sees them. */
+static char *json_of(const struct rt_span *s)
+{
+	struct rt_jsonw w;
+	char *out;
+
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, s);
+	out = strdup(rt_jsonw_str(&w));
+	rt_jsonw_fini(&w);
+	assert_non_null(out);
+	return out;
+}
+
+static void test_arrival_applied(void **state)
+{
+	const uint64_t arr = T0 + 2 * MS, start = T0 + 9 * MS, end = T0 + 20 * MS;
+	const struct rt_span *s;
+	char *j;
+
+	(void)state;
+	arrival(start, HANDLER, arr, 0);
+	io(RT_EV_SOCK_RECV, start, HANDLER, REQ);
+	io(RT_EV_SOCK_SEND, end, HANDLER, RESP);
+	assert_int_equal(n_spans, 1);
+	s = &spans[0];
+	assert_int_equal(s->arrival_ns, arr);
+	assert_int_equal(s->start_ns, start);
+	assert_int_equal(s->phase_ns[RT_PHASE_BACKLOG], (int64_t)(start - arr));
+	assert_int_equal(s->phase_source[RT_PHASE_BACKLOG], RT_PSRC_PROBE);
+	assert_int_equal(rt_span_duration_ns(s), (int64_t)(end - arr));
+	/* the partition now starts at the arrival */
+	assert_int_equal(sum_phases(s), (int64_t)(end - arr));
+	assert_false(s->flags & RT_SPAN_BACKLOG_LOWER_BOUND);
+	assert_int_equal(stats().arrivals_applied, 1);
+	j = json_of(s);
+	assert_non_null(strstr(j, "\"arrival_ns\":1002000000,\"start_ns\":1009000000"));
+	assert_non_null(strstr(j, "\"duration_ms\":18.000"));
+	assert_non_null(strstr(j, "\"phases\":{\"backlog_ms\":7.000,\"receive_ms\":0.000"));
+	assert_non_null(strstr(j, "\"phase_source\":{\"backlog\":\"probe\""));
+	free(j);
+}
+
+/* Two requests in one read: the second may have come later than the read's first byte. */
+static void test_pipelined_in_read_gets_null(void **state)
+{
+	const uint64_t arr = T0 + 2 * MS, start = T0 + 5 * MS;
+
+	(void)state;
+	arrival(start, HANDLER, arr, 0);
+	io(RT_EV_SOCK_RECV, start, HANDLER, REQ REQ2);
+	io(RT_EV_SOCK_SEND, T0 + 8 * MS, HANDLER, RESP);
+	io(RT_EV_SOCK_SEND, T0 + 9 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 2);
+	assert_string_equal(spans[0].path, "/a");
+	assert_int_equal(spans[0].arrival_ns, arr);
+	assert_string_equal(spans[1].path, "/b");
+	assert_int_equal(spans[1].arrival_ns, 0);
+	assert_int_equal(spans[1].phase_ns[RT_PHASE_BACKLOG], RT_NULL_NS);
+	assert_true(spans[1].flags & RT_SPAN_PIPELINED);
+	assert_int_equal(rt_span_duration_ns(&spans[1]), (int64_t)(T0 + 9 * MS - start));
+}
+
+static void test_left_unread_flags_lower_bound(void **state)
+{
+	const uint64_t arr = T0 + 3 * MS, start = T0 + 5 * MS;
+	char *j;
+
+	(void)state;
+	arrival(start, HANDLER, arr, RT_ARR_LEFT_UNREAD);
+	io(RT_EV_SOCK_RECV, start, HANDLER, REQ);
+	io(RT_EV_SOCK_SEND, T0 + 8 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 1);
+	/* an upper bound of the arrival, used as is: the backlog is at least this */
+	assert_int_equal(spans[0].arrival_ns, arr);
+	assert_int_equal(spans[0].phase_ns[RT_PHASE_BACKLOG], (int64_t)(start - arr));
+	assert_true(spans[0].flags & RT_SPAN_BACKLOG_LOWER_BOUND);
+	j = json_of(&spans[0]);
+	assert_non_null(strstr(j, "\"flags\":[\"backlog_lower_bound\"]"));
+	free(j);
+}
+
+static void test_bad_arrival_ignored(void **state)
+{
+	const uint64_t start = T0 + 5 * MS;
+
+	(void)state;
+	/* after the read's exit: impossible, so not used */
+	arrival(start, HANDLER, start + 1, 0);
+	io(RT_EV_SOCK_RECV, start, HANDLER, REQ);
+	io(RT_EV_SOCK_SEND, T0 + 8 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 1);
+	assert_int_equal(spans[0].arrival_ns, 0);
+	assert_int_equal(spans[0].phase_ns[RT_PHASE_BACKLOG], RT_NULL_NS);
+	assert_int_equal(rt_span_duration_ns(&spans[0]), (int64_t)(3 * MS));
+	assert_int_equal(stats().arrivals_refused, 1);
+	assert_int_equal(stats().arrivals_applied, 0);
+
+	/* before the previous request on the connection ended: refused too */
+	arrival(T0 + 12 * MS, HANDLER, T0 + 7 * MS, 0);
+	io(RT_EV_SOCK_RECV, T0 + 12 * MS, HANDLER, REQ2);
+	io(RT_EV_SOCK_SEND, T0 + 14 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 2);
+	assert_int_equal(spans[1].arrival_ns, 0);
+	assert_int_equal(stats().arrivals_refused, 2);
+
+	/* written for another thread's read (or another instant): not this read's */
+	arrival(T0 + 20 * MS, OTHER_TID, T0 + 19 * MS, 0);
+	io(RT_EV_SOCK_RECV, T0 + 20 * MS, HANDLER, REQ);
+	arrival(T0 + 30 * MS, HANDLER, T0 + 29 * MS, 0);
+	io(RT_EV_SOCK_SEND, T0 + 31 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 3);
+	assert_int_equal(spans[2].arrival_ns, 0);
+	assert_int_equal(stats().arrivals_applied, 0);
+}
+
+/* A read that ends one request and begins the next: the next began mid-read. */
+static void test_begins_mid_read_gets_null(void **state)
+{
+	const uint64_t arr = T0 + 1 * MS, start = T0 + 2 * MS;
+
+	(void)state;
+	io(RT_EV_SOCK_RECV, start, HANDLER, "GET /a HTTP/1.1\r\nHo");
+	arrival(T0 + 4 * MS, HANDLER, arr, 0);
+	io(RT_EV_SOCK_RECV, T0 + 4 * MS, HANDLER, "st: x\r\n\r\n" REQ2);
+	io(RT_EV_SOCK_SEND, T0 + 6 * MS, HANDLER, RESP);
+	io(RT_EV_SOCK_SEND, T0 + 7 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 2);
+	assert_int_equal(spans[0].arrival_ns, 0);
+	assert_string_equal(spans[1].path, "/b");
+	assert_int_equal(spans[1].arrival_ns, 0);
+	assert_int_equal(spans[1].phase_ns[RT_PHASE_BACKLOG], RT_NULL_NS);
+	assert_int_equal(stats().arrivals_unused, 1);
+}
+
+/* A read that continues a request began none: its arrival says nothing of the request. */
+static void test_continuation_read_unused(void **state)
+{
+	const uint64_t arr = T0 + 1 * MS, start = T0 + 2 * MS;
+
+	(void)state;
+	arrival(start, HANDLER, arr, 0);
+	io(RT_EV_SOCK_RECV, start, HANDLER, "GET /a HTTP/1.1\r\nHo");
+	arrival(T0 + 4 * MS, HANDLER, T0 + 3 * MS, 0);
+	io(RT_EV_SOCK_RECV, T0 + 4 * MS, HANDLER, "st: x\r\n\r\n");
+	io(RT_EV_SOCK_SEND, T0 + 6 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 1);
+	assert_int_equal(spans[0].arrival_ns, arr);
+	assert_int_equal(spans[0].received_ns, T0 + 4 * MS);
+	assert_int_equal(stats().arrivals_applied, 1);
+	assert_int_equal(stats().arrivals_unused, 1);
+}
+
+/* No ARRIVAL records (an old recording): spans exactly as before, the new fields null. */
+static void test_old_recording_unchanged(void **state)
+{
+	const uint64_t start = T0 + 5 * MS, end = T0 + 9 * MS;
+	char *j;
+
+	(void)state;
+	io(RT_EV_SOCK_RECV, start, HANDLER, REQ);
+	io(RT_EV_SOCK_SEND, end, HANDLER, RESP);
+	assert_int_equal(n_spans, 1);
+	assert_int_equal(spans[0].arrival_ns, 0);
+	assert_int_equal(spans[0].phase_ns[RT_PHASE_BACKLOG], RT_NULL_NS);
+	assert_int_equal(rt_span_duration_ns(&spans[0]), (int64_t)(end - start));
+	assert_int_equal(sum_phases(&spans[0]), (int64_t)(end - start));
+	j = json_of(&spans[0]);
+	assert_non_null(strstr(j, "\"arrival_ns\":null,\"start_ns\":1005000000"));
+	assert_non_null(strstr(j, "\"duration_ms\":4.000"));
+	assert_non_null(strstr(j, "\"phases\":{\"backlog_ms\":null,\"receive_ms\":"));
+	assert_null(strstr(j, "\"backlog\":"));
+	free(j);
+	assert_int_equal(stats().arrivals_applied + stats().arrivals_refused +
+				 stats().arrivals_unused,
+			 0);
+}
+
+/* A marker cannot name backlog: the record is refused, the phase stays the probe's. */
+static void test_marker_cannot_mark_backlog(void **state)
+{
+	struct rt_ev_mark m = { 0 };
+	const uint64_t arr = T0 + 2 * MS, start = T0 + 5 * MS;
+	uint64_t invalid;
+
+	(void)state;
+	arrival(start, HANDLER, arr, 0);
+	io(RT_EV_SOCK_RECV, start, HANDLER, "GET /a HTTP/1.1\r\nx-request-id: r1\r\n\r\n");
+	invalid = stats().invalid_events;
+	hdr(&m.hdr, RT_EV_MARK_BEGIN, sizeof(m), start + 1 * MS, HANDLER);
+	m.phase = RT_PHASE_BACKLOG;
+	m.id_len = 2;
+	memcpy(m.request_id, "r1", 2);
+	rt_correlator__event(c, &m.hdr, false);
+	assert_int_equal(stats().invalid_events, invalid + 1);
+	io(RT_EV_SOCK_SEND, T0 + 9 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 1);
+	assert_int_equal(spans[0].phase_ns[RT_PHASE_BACKLOG], (int64_t)(start - arr));
+	assert_int_equal(spans[0].phase_source[RT_PHASE_BACKLOG], RT_PSRC_PROBE);
+}
+
+/* The JSON reader takes back what the writer wrote. */
+static void test_json_round_trip(void **state)
+{
+	struct rt_span s, back;
+	char *j;
+
+	(void)state;
+	rt_span_init(&s);
+	snprintf(s.request_id, sizeof(s.request_id), "r");
+	s.arrival_ns = 1000000000123ULL;
+	s.start_ns = 1000000500123ULL;
+	s.end_ns = 1000002000123ULL;
+	s.phase_ns[RT_PHASE_BACKLOG] = 500000;
+	s.phase_source[RT_PHASE_BACKLOG] = RT_PSRC_PROBE;
+	s.flags = RT_SPAN_BACKLOG_LOWER_BOUND;
+	j = json_of(&s);
+	assert_int_equal(rt_span_from_json(j, &back), 0);
+	free(j);
+	assert_int_equal(back.arrival_ns, s.arrival_ns);
+	assert_int_equal(back.phase_ns[RT_PHASE_BACKLOG], 500000);
+	assert_int_equal(back.phase_source[RT_PHASE_BACKLOG], RT_PSRC_PROBE);
+	assert_int_equal(back.flags, RT_SPAN_BACKLOG_LOWER_BOUND);
+	assert_string_equal(rt_phase_name(RT_PHASE_BACKLOG), "backlog");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_arrival_applied, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipelined_in_read_gets_null, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_left_unread_flags_lower_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_arrival_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_begins_mid_read_gets_null, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_continuation_read_unused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_recording_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_marker_cannot_mark_backlog, setup, teardown),
+		cmocka_unit_test(test_json_round_trip),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
