@@ -516,7 +516,7 @@ static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
 	add_reported(r, done->reported, done->n_reported);
 	if (done->guessed)
 		r->span.flags |= RT_SPAN_INCOMPLETE;
-	conn->last_end_ns = io->exit;
+	conn->last_end_ns = io->enter;
 	rt_req_end(c, r, io->exit, r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
 }
 
@@ -529,7 +529,7 @@ static void resp_on_error(void *ctx, enum rt_http_error err)
 
 	if (r) {
 		r->span.flags |= RT_SPAN_INCOMPLETE;
-		conn->last_end_ns = io->exit;
+		conn->last_end_ns = io->enter;
 		rt_req_end(c, r, io->exit,
 			   r->span.status >= 500 ? RT_OUTCOME_ERROR : RT_OUTCOME_OK);
 	}

@@ -164,7 +164,8 @@ struct rt_conn {
 	bool predates; /* first seen by its I/O: the parser joined mid-stream */
 	struct rt_arrival arrival;
 	uint64_t established_ns; /* handshake completed (ARRIVAL), 0: unknown */
-	uint64_t last_end_ns; /* end of the last request answered on it */
+	uint64_t last_end_ns; /* entry of the write that ended the last response: a client that
+				 waits for it sends no sooner, yet may before that write returns */
 	bool outbound; /* we connect()ed: a peer, not a client */
 	bool unreadable; /* parser gave up: TLS, HTTP/2, garbage */
 	bool comm_peer; /* outbound, not HTTP: waits on it are comm wait */

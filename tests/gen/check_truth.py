@@ -199,6 +199,13 @@ class Check:
             if t["start_ns"] not in exits or t["received_ns"] not in exits:
                 self.err(rid, "start/received are read exits", None, None)
 
+    def end_enter(self, fd, end_ns):
+        """Entry of the write on fd that exited at end_ns (a response's end), else end_ns."""
+        for r in self.recs:
+            if r["kind"] == SEND and r["fd"] == fd and r["ts"] == end_ns:
+                return r["enter"]
+        return end_ns
+
     def check_arrival(self):
         """arrival_ns from the ARRIVAL records (docs/spans.md, "Arrival")."""
         arr = {}  # (tid, fd, ts) -> the ARRIVAL written for that read
@@ -217,8 +224,9 @@ class Check:
             first = all(u["received_ns"] < s for u in prev)
             a = arr.get((read[0]["tid"], fd, s)) if read else None
             got, bound = None, False
+            # not before the entry of the write that ended a previous response
             if a and first and a["data_ns"] and a["data_ns"] <= s and \
-                    all(a["data_ns"] >= u["end_ns"] for u in prev):
+                    all(a["data_ns"] >= self.end_enter(fd, u["end_ns"]) for u in prev):
                 got, bound = a["data_ns"], bool(a["flags"] & ARR_LEFT_UNREAD)
             if got != t["arrival_ns"]:
                 self.err(rid, "arrival_ns", got, t["arrival_ns"])

@@ -116,6 +116,7 @@ struct gen_req {
 	uint64_t arrival; /* as the span contract gives it, 0: null */
 	bool arrival_bound; /* arrival is an upper bound: backlog_lower_bound */
 	uint64_t start, received, first_tok, last_tok, end, first_write;
+	uint64_t end_enter; /* entry of the write that ended the response (else end) */
 	uint64_t tok_writes[GEN_MAX_TOKENS];
 	int n_tok_writes;
 	int64_t tokens_out; /* -1: not reported */

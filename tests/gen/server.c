@@ -85,6 +85,12 @@ static bool cond_tokens(struct sim *s, struct sim_thread *t)
 
 static void h_on_close(struct sim *s, struct sim_thread *t, struct sim_act *a);
 
+/* Where the correlator's "previous response ended" rule for arrivals stands. */
+static uint64_t prev_end_enter(const struct gen_req *r)
+{
+	return r->end_enter ? r->end_enter : r->end;
+}
+
 static void h_on_read(struct sim *s, struct sim_thread *t, struct sim_act *a)
 {
 	struct gen_world *w = gen_world_of(s);
@@ -110,10 +116,11 @@ static void h_on_read(struct sim *s, struct sim_thread *t, struct sim_act *a)
 			/*
 			 * The read's arrival is this request's only when the request
 			 * begins at the read's first byte, and never before the
-			 * previous request on the connection ended (docs/spans.md).
+			 * write that ended the previous response on the connection
+			 * began (docs/spans.md).
 			 */
 			if (r->off_begin == lo && a->arr_ns && a->arr_ns <= s->now &&
-			    (i == c->first_req || a->arr_ns >= w->reqs[i - 1].end)) {
+			    (i == c->first_req || a->arr_ns >= prev_end_enter(&w->reqs[i - 1]))) {
 				r->arrival = a->arr_ns;
 				r->arrival_bound = a->arr_flags & RT_ARR_LEFT_UNREAD;
 			}
@@ -196,6 +203,7 @@ static void h_on_final(struct sim *s, struct sim_thread *t, struct sim_act *a)
 
 	response_write(s, t, a);
 	r->end = s->now;
+	r->end_enter = a->enter_ns;
 	r->done = true;
 	gen_client_after(w, r);
 }

@@ -312,9 +312,8 @@ static void test_old_recording_unchanged(void **state)
 	assert_non_null(strstr(j, "\"phases\":{\"backlog_ms\":null,\"receive_ms\":"));
 	assert_null(strstr(j, "\"backlog\":"));
 	free(j);
-	assert_int_equal(stats().arrivals_applied + stats().arrivals_refused +
-				 stats().arrivals_unused,
-			 0);
+	assert_int_equal(
+		stats().arrivals_applied + stats().arrivals_refused + stats().arrivals_unused, 0);
 }
 
 /* A marker cannot name backlog: the record is refused, the phase stays the probe's. */
@@ -370,7 +369,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_arrival_applied, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined_in_read_gets_null, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_left_unread_flags_lower_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_left_unread_flags_lower_bound, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_bad_arrival_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_begins_mid_read_gets_null, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_continuation_read_unused, setup, teardown),
