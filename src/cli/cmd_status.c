@@ -48,8 +48,9 @@ static void print_listen(const cJSON *t)
 		printf("  %-20s listen overflows +%.0f, drops +%.0f since start (network namespace "
 		       "%.0f, all its listeners)%s\n",
 		       "", o->valuedouble, d->valuedouble, rt_client_num(l, "netns"),
-		       d->valuedouble > 0 ? ": handshakes dropped, clients that retried or timed "
-					    "out before the server saw them, in no span" :
+		       d->valuedouble > 0 ? ": handshake packets dropped (a retry counts again); "
+					    "their clients waited or timed out before the server "
+					    "saw them, in no span" :
 					    "");
 	}
 	if (skipped > 0)
