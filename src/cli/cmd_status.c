@@ -12,6 +12,51 @@
 #include "cli.h"
 #include "client.h"
 
+/*
+ * A target's listeners and the listen-queue counters of its network
+ * namespaces: connections refused while an accept queue was full never
+ * reach the server, so they are in no span.
+ */
+static void print_listen(const cJSON *t)
+{
+	const cJSON *listen = cJSON_GetObjectItemCaseSensitive(t, "listen"), *l, *v;
+	double skipped = rt_client_num(listen, "skipped");
+
+	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(listen, "listeners"))
+	{
+		v = cJSON_GetObjectItemCaseSensitive(l, "addr");
+		printf("  %-20s listen %s:%.0f accept queue %.0f (max seen %.0f) of ", "",
+		       cJSON_IsString(v) ? v->valuestring : "?", rt_client_num(l, "port"),
+		       rt_client_num(l, "queue"), rt_client_num(l, "queue_max_seen"));
+		v = cJSON_GetObjectItemCaseSensitive(l, "limit");
+		if (cJSON_IsNumber(v))
+			printf("%.0f\n", v->valuedouble);
+		else
+			printf("? (limit unknown)\n");
+	}
+	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(listen, "netns"))
+	{
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(l, "overflows");
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(l, "drops");
+
+		if (!cJSON_IsNumber(o) || !cJSON_IsNumber(d)) {
+			printf("  %-20s listen overflows, drops: unreadable (network namespace "
+			       "%.0f)\n",
+			       "", rt_client_num(l, "netns"));
+			continue;
+		}
+		printf("  %-20s listen overflows +%.0f, drops +%.0f since start (network namespace "
+		       "%.0f, all its listeners)%s\n",
+		       "", o->valuedouble, d->valuedouble, rt_client_num(l, "netns"),
+		       d->valuedouble > 0 ? ": handshake packets dropped (a retry counts again); "
+					    "their clients waited or timed out before the server "
+					    "saw them, in no span" :
+					    "");
+	}
+	if (skipped > 0)
+		printf("  %-20s %.0f more listeners not shown (bounds)\n", "", skipped);
+}
+
 static void print_status(const cJSON *st)
 {
 	const cJSON *t, *v, *drops;
@@ -51,6 +96,7 @@ static void print_status(const cJSON *st)
 		v = cJSON_GetObjectItemCaseSensitive(t, "cgroup");
 		if (cJSON_IsString(v) && v->valuestring[0])
 			printf("  %-20s cgroup %s\n", "", v->valuestring);
+		print_listen(t);
 	}
 	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(st, "injected"))
 	{

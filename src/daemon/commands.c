@@ -28,6 +28,67 @@ static void key_u64(struct rt_jsonw *w, const char *k, uint64_t v)
 	rt_jsonw_uint(w, v);
 }
 
+/*
+ * A target's listening sockets and its namespaces' listen-queue counters
+ * (daemon/listeners.h): connections the kernel refused while a queue was
+ * full never reach the server, so no span shows them; this does.
+ */
+static void status_listen(struct rt_daemon *d, const struct rt_target *t, struct rt_jsonw *w)
+{
+	const struct rt_listen_group *g = rt_listeners__group(d->listeners, t->group_id);
+	char addr[RT_LISTEN_ADDR_LEN], *colon;
+	int i;
+
+	rt_jsonw_key(w, "listen");
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "listeners");
+	rt_jsonw_arr_open(w);
+	for (i = 0; g && i < g->n; i++) {
+		const struct rt_listener *l = &g->l[i];
+
+		rt_jsonw_obj_open(w);
+		rt_listen_addr_str(&l->s, addr, sizeof(addr));
+		colon = strrchr(addr, ':'); /* the address alone, brackets and all */
+		if (colon)
+			*colon = '\0';
+		rt_jsonw_key(w, "addr");
+		rt_jsonw_str_val(w, addr);
+		key_u64(w, "port", l->s.port);
+		key_u64(w, "queue", l->s.queue);
+		key_u64(w, "queue_max_seen", l->queue_max);
+		rt_jsonw_key(w, "limit");
+		if (l->s.limit)
+			rt_jsonw_uint(w, l->s.limit);
+		else
+			rt_jsonw_null(w); /* read from /proc: the file does not have it */
+		key_u64(w, "pid", (uint64_t)l->pid);
+		key_u64(w, "netns", l->netns);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	/* per network namespace: the kernel keeps no per-listener counter */
+	rt_jsonw_key(w, "netns");
+	rt_jsonw_arr_open(w);
+	for (i = 0; g && i < g->n_netns; i++) {
+		rt_jsonw_obj_open(w);
+		key_u64(w, "netns", g->netns[i].ino);
+		rt_jsonw_key(w, "overflows");
+		if (g->netns[i].counters)
+			rt_jsonw_uint(w, g->netns[i].overflows);
+		else
+			rt_jsonw_null(w);
+		rt_jsonw_key(w, "drops");
+		if (g->netns[i].counters)
+			rt_jsonw_uint(w, g->netns[i].drops);
+		else
+			rt_jsonw_null(w);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	key_u64(w, "skipped", g ? g->skipped : 0);
+	rt_jsonw_obj_close(w);
+}
+
 static void status_targets(struct rt_daemon *d, struct rt_jsonw *w)
 {
 	uint32_t i;
@@ -65,6 +126,7 @@ static void status_targets(struct rt_daemon *d, struct rt_jsonw *w)
 		key_u64(w, "http2", unr[RT_UNREADABLE_HTTP2]);
 		key_u64(w, "malformed", unr[RT_UNREADABLE_MALFORMED]);
 		rt_jsonw_obj_close(w);
+		status_listen(d, t, w);
 		rt_jsonw_obj_close(w);
 	}
 	rt_jsonw_arr_close(w);
@@ -141,6 +203,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	struct rt_merge_stats ms;
 	struct rt_store_stats ss;
 	struct rt_targets_stats ts;
+	struct rt_listeners_stats ls;
 	struct rt_jsonw w;
 
 	if (!bs) {
@@ -153,6 +216,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_merge__stats(rt_pipeline__merge(d->pipe), &ms);
 	rt_store__stats(d->store, &ss);
 	rt_targets__stats(d->targets, &ts);
+	rt_listeners__stats(d->listeners, &ls);
 
 	rt_jsonw_init(&w, 1 << 20);
 	rt_jsonw_obj_open(&w);
@@ -210,6 +274,8 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "targets_pids", ts.pids_dropped);
 	key_u64(&w, "targets_netns_skipped", ts.netns_skipped);
 	key_u64(&w, "targets_cgroup_truncated", ts.cgroup_truncated);
+	key_u64(&w, "listen_skipped", ls.skipped);
+	key_u64(&w, "listen_netns_skipped", ls.netns_skipped);
 	if (d->inject) {
 		struct rt_inject_server_stats is;
 

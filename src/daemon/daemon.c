@@ -26,6 +26,7 @@
 #define DRAIN_MS 10
 #define SCAN_MS 250
 #define STATS_MS 1000
+#define LISTEN_MS 1000
 #define MARKER_LIB "libreqtrace_marker.so"
 
 uint64_t rt_now_ns(void)
@@ -208,6 +209,10 @@ static void on_scan_timer(uv_timer_t *h)
 	int n, i;
 
 	rt_targets__scan(d->targets);
+	if (d->listen_dirty) {
+		d->listen_dirty = false;
+		rt_listeners__refresh(d->listeners, d->targets);
+	}
 	/* marker libraries may be loaded (dlopen) after the process started */
 	n = rt_targets__pids(d->targets, 0, pids, RT_TRACED_PIDS_MAX);
 	for (i = 0; i < n && d->bpf; i++)
@@ -235,6 +240,27 @@ static void on_stats_timer(uv_timer_t *h)
 	}
 }
 
+static void on_listen_timer(uv_timer_t *h)
+{
+	struct rt_daemon *d = h->data;
+
+	rt_listeners__refresh(d->listeners, d->targets);
+}
+
+/* A target's listener on a port not seen before: its arrivals are wanted. */
+static void listen_port(void *ctx, uint16_t port)
+{
+	struct rt_daemon *d = ctx;
+	int err = d->bpf ? rt_bpf_source__watch_port(d->bpf, port) : -ENODEV;
+
+	/* spans simply lack arrival times without it: worth a debug line, once */
+	if (err && !d->watch_port_logged) {
+		d->watch_port_logged = true;
+		dlog("arrival times for port %u: %s (further failures not logged)", port,
+		     strerror(-err));
+	}
+}
+
 static void on_span(const struct rt_span *s, void *ctx)
 {
 	struct rt_daemon *d = ctx;
@@ -250,6 +276,7 @@ static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
 
 	/* the TARGET record is stamped before the kernel starts emitting */
 	target_record(d, t, pid, false, false);
+	d->listen_dirty = true;
 	err = rt_bpf_source__add_pid(d->bpf, (__u32)pid, t->group_id);
 	if (err)
 		return err;
@@ -278,6 +305,7 @@ static void target_remove(void *ctx, const struct rt_target *t, pid_t pid, bool 
 	struct rt_daemon *d = ctx;
 
 	rt_bpf_source__remove_pid(d->bpf, (__u32)pid);
+	d->listen_dirty = true;
 	/* it lives on, untraced (moved out of its cgroup): its requests cannot finish */
 	if (left)
 		target_record(d, t, pid, true, false);
@@ -451,6 +479,17 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 		}
 	}
 	rt_targets__scan(d->targets);
+	{
+		struct rt_listeners_opts lo = { .new_port = listen_port, .ctx = d };
+
+		d->listeners = rt_listeners__new(&lo);
+		if (!d->listeners) {
+			err = -errno;
+			goto cleanup;
+		}
+		rt_listeners__refresh(d->listeners, d->targets);
+		d->listen_dirty = false;
+	}
 
 	if (o->inject_path) {
 		struct rt_inject_server_opts io = {
@@ -506,6 +545,9 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	uv_timer_init(loop, &d->stats_timer);
 	d->stats_timer.data = d;
 	uv_timer_start(&d->stats_timer, on_stats_timer, STATS_MS, STATS_MS);
+	uv_timer_init(loop, &d->listen_timer);
+	d->listen_timer.data = d;
+	uv_timer_start(&d->listen_timer, on_listen_timer, LISTEN_MS, LISTEN_MS);
 	uv_signal_init(loop, &d->sig_int);
 	d->sig_int.data = d;
 	uv_signal_start(&d->sig_int, on_signal, SIGINT);
@@ -556,4 +598,6 @@ void rt_daemon__fini(struct rt_daemon *d)
 	d->store = NULL;
 	rt_targets__free(d->targets);
 	d->targets = NULL;
+	rt_listeners__free(d->listeners);
+	d->listeners = NULL;
 }

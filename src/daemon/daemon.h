@@ -16,6 +16,7 @@
 #include <reqtrace/span.h>
 
 #include "daemon/control.h"
+#include "daemon/listeners.h"
 #include "daemon/targets.h"
 #include "export/redact.h"
 #include "export/rtrace_write.h"
@@ -73,6 +74,9 @@ struct rt_daemon {
 	struct rt_store *store;
 	struct rt_targets *targets;
 	struct rt_control *ctl;
+	struct rt_listeners *listeners; /* listen-queue health (daemon/listeners.h) */
+	bool listen_dirty; /* targets changed: refresh at the next scan */
+	bool watch_port_logged; /* the first rt_bpf_source__watch_port() failure was logged */
 
 	/* recording */
 	struct rt_trace_writer *rec;
@@ -84,7 +88,7 @@ struct rt_daemon {
 
 	uv_poll_t bpf_poll, inject_poll;
 	uint64_t stalled_sources; /* CUPTI sources dropped from the merge for lagging */
-	uv_timer_t drain_timer, scan_timer, stats_timer;
+	uv_timer_t drain_timer, scan_timer, stats_timer, listen_timer;
 	uv_signal_t sig_int, sig_term;
 	bool stopping;
 

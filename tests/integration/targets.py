@@ -87,6 +87,12 @@ def target(daemon, group):
     return None
 
 
+def listening(t, port, ns):
+    """The target's listeners on port in namespace ns (status targets[].listen)."""
+    return [x for x in t.get("listen", {}).get("listeners", [])
+            if x["port"] == port and x["netns"] == ns]
+
+
 def wait_for(daemon, group, cond, timeout=PICKUP_S):
     """Seconds until cond(target) holds, or None."""
     t0 = time.monotonic()
@@ -181,6 +187,17 @@ def main():
         check(t and t["netns"] == netns_of(e.pid) != host_ns,
               "status: the listener's namespace (%s, testbed's %d, ours %d)"
               % (t and t["netns"], netns_of(e.pid), host_ns))
+        # listen-queue health: that listener, read inside its namespace (sock_diag)
+        ns_e = netns_of(e.pid)
+        dt = wait_for(daemon, g_port, lambda t: listening(t, port_ns, ns_e))
+        t = target(daemon, g_port)
+        ls = listening(t, port_ns, ns_e) if t else []
+        check(dt is not None and ls[0]["pid"] == e.pid and isinstance(ls[0]["limit"], int)
+              and ls[0]["limit"] > 0 and ls[0]["queue"] <= ls[0]["queue_max_seen"],
+              "status: listener %d in the testbed's namespace (%s)" % (port_ns, ls))
+        cnt = [n for n in t["listen"]["netns"] if n["netns"] == ns_e] if t else []
+        check(cnt and isinstance(cnt[0]["overflows"], int) and isinstance(cnt[0]["drops"], int),
+              "status: that namespace's listen counters (%s)" % cnt)
 
         check_spans(daemon, load(a.port, "comm-"), g_comm, a.pid, "--comm")
         check_spans(daemon, load(b.port, "cg-"), g_cg, b.pid, "--cgroup")
