@@ -31,6 +31,7 @@ usage: live_backlog.py [accept|park]...   (default: both)
 """
 
 import os
+import subprocess
 import sys
 import time
 
@@ -106,6 +107,17 @@ def judge(name, spans, truth, client):
     return rows
 
 
+def run_load(port, args, out):
+    """reqtrace-load at real-time priority (below the testbed's): its send_ns and
+    ttft_ns/end_ns stamps stay next to its send and recv calls on a busy machine."""
+    cmd = ["chrt", "-f", "5", tb.LOAD, "--url", "http://127.0.0.1:%d/v1/completions" % port,
+           "--out", out] + [str(a) for a in args]
+    log("load: " + " ".join(cmd))
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=120)
+    return (lc.read_jsonl(out) if os.path.exists(out) else []), r
+
+
 def run_case(name):
     park, keepalive = CASES[name]
     d = tb.tmpdir()
@@ -114,6 +126,12 @@ def run_case(name):
     args = ["--scenario", tb.scenario("healthy"), "--port", "0", "--truth", truth_path,
             "--set", "handler_threads=%d" % HANDLERS, "--set", "park_idle=%d" % park,
             "--set", "prefill_base_ms=%g" % PREFILL_MS, "--set", "decode_base_ms=%g" % DECODE_MS]
+    # no CPU stages: the service time is the engine's sleeps, and a testbed
+    # thread burning CPU at real-time priority would preempt the client
+    # between its send_ns and its send (the 1 ms backlog comparison)
+    for knob in ("read_ms", "tokenize_base_ms", "tokenize_ms_per_kchar", "detokenize_ms",
+                 "postprocess_ms"):
+        args += ["--set", knob + "=0"]
     # SCHED_FIFO keeps the testbed's clock reads next to its system calls (as
     # live_fidelity): the truth must not be late by a runqueue wait
     server = tb.Testbed(args, wrap=["chrt", "-f", "10"])
@@ -123,7 +141,7 @@ def run_case(name):
                 TOKENS, "--id-prefix", name + "-"]
         if keepalive:
             load += ["--keepalive", keepalive]
-        client, r = lc.run_load(server.port, *load, out=load_path)
+        client, r = run_load(server.port, load, load_path)
         check(r.returncode == 0 and len(client) == REQUESTS and all(c["ok"] for c in client),
               "%s: %d requests of %d clients on %d handlers ok: %s"
               % (name, REQUESTS, CLIENTS, HANDLERS, r.stderr.strip()[-300:]))
