@@ -22,12 +22,14 @@
 
 #define OUT_MAX (4u << 20) /* one response unit; max_tokens_limit words fit */
 
-struct conn {
+struct tb_conn {
 	struct tb_server *s;
 	int fd;
 	char *buf; /* request bytes not yet consumed */
 	size_t len, cap;
 	uint64_t last_read_ns; /* right after the latest read that returned bytes */
+	uint64_t accept_ns; /* right after accept4, until the first request takes it */
+	uint64_t req_accept_ns; /* the request being served: accept_ns if it is the first */
 	bool drain; /* closing with request bytes unread: linger first */
 	struct tb_buf out, scratch, line, hdr;
 };
@@ -44,7 +46,7 @@ struct token_hook {
 static const char *const words[] = { " the",   " quick", " brown", " fox",
 				     " jumps", " over",	 " a",	   " lazy" };
 
-static ssize_t read_more(struct conn *c)
+static ssize_t read_more(struct tb_conn *c)
 {
 	size_t max = TB_HTTP_HEAD_MAX + c->s->k.max_body;
 	ssize_t n;
@@ -69,13 +71,13 @@ static ssize_t read_more(struct conn *c)
 	return n;
 }
 
-static int send_unit(struct conn *c, struct tb_io_unit *u)
+static int send_unit(struct tb_conn *c, struct tb_io_unit *u)
 {
 	return tb_io_write(c->s->io, c->fd, u, &c->scratch);
 }
 
 /* A complete non-streamed response: headers and body are two pieces. */
-static int send_response(struct conn *c, int status, const char *reason, const char *extra,
+static int send_response(struct tb_conn *c, int status, const char *reason, const char *extra,
 			 const char *request_id, const char *body, bool keep_alive)
 {
 	struct tb_io_unit u = { .mark_piece = -1 };
@@ -100,7 +102,7 @@ static int send_response(struct conn *c, int status, const char *reason, const c
 	return send_unit(c, &u);
 }
 
-static int send_error(struct conn *c, int status, const char *reason, const char *msg,
+static int send_error(struct tb_conn *c, int status, const char *reason, const char *msg,
 		      const char *request_id, bool keep_alive, const char *extra)
 {
 	struct tb_buf b;
@@ -169,7 +171,7 @@ static void abort_req(struct tb_req *r, uint64_t end_ns)
  * chunk-size line, the event and its CRLF are three writes, and the event's
  * write is the stamped one).
  */
-static int stream_response(struct conn *c, struct tb_req *r, bool keep_alive)
+static int stream_response(struct tb_conn *c, struct tb_req *r, bool keep_alive)
 {
 	struct tb_server *s = c->s;
 	struct token_hook th = { .r = r };
@@ -268,7 +270,7 @@ static int stream_response(struct conn *c, struct tb_req *r, bool keep_alive)
  * postprocess run before its single write, which is both the first and the
  * last token write.
  */
-static int full_response(struct conn *c, struct tb_req *r, bool keep_alive)
+static int full_response(struct tb_conn *c, struct tb_req *r, bool keep_alive)
 {
 	struct tb_server *s = c->s;
 	struct token_hook th = { .r = r, .index = 0, .whole = true };
@@ -320,7 +322,7 @@ static int full_response(struct conn *c, struct tb_req *r, bool keep_alive)
 }
 
 /* Validates the body; on error returns -EINVAL with a message for the 400. */
-static int parse_body(struct conn *c, const char *body, size_t len, uint64_t *chars,
+static int parse_body(struct tb_conn *c, const char *body, size_t len, uint64_t *chars,
 		      uint32_t *max_tokens, bool *stream, const char **msg)
 {
 	cJSON *root, *it;
@@ -364,7 +366,7 @@ cleanup:
 }
 
 /* Returns 0 to keep the connection, or a negative errno to close it. */
-static int handle_completion(struct conn *c, const struct tb_http_req *h, const char *body,
+static int handle_completion(struct tb_conn *c, const struct tb_http_req *h, const char *body,
 			     uint64_t arrival_ns, uint64_t received_ns)
 {
 	struct tb_server *s = c->s;
@@ -395,6 +397,7 @@ static int handle_completion(struct conn *c, const struct tb_http_req *h, const 
 	r->prompt_chars = chars;
 	r->prompt_tokens = tb_prompt_tokens(chars);
 	r->stream = stream;
+	r->accept_ns = c->req_accept_ns;
 	r->arrival_ns = arrival_ns;
 	r->received_ns = received_ns;
 	if (tb_engine__submit(s->engine, r)) {
@@ -411,8 +414,8 @@ static int handle_completion(struct conn *c, const struct tb_http_req *h, const 
 	return err;
 }
 
-static int route(struct conn *c, const struct tb_http_req *h, const char *body, uint64_t arrival_ns,
-		 uint64_t received_ns)
+static int route(struct tb_conn *c, const struct tb_http_req *h, const char *body,
+		 uint64_t arrival_ns, uint64_t received_ns)
 {
 	const char *id = h->has_request_id ? h->request_id : NULL;
 
@@ -435,13 +438,15 @@ static int route(struct conn *c, const struct tb_http_req *h, const char *body, 
  * Reads and serves one request. Returns 0 when the connection stays open for
  * the next one, 1 when it closes cleanly, or a negative errno.
  */
-static int serve_one(struct conn *c)
+static int serve_one(struct tb_conn *c)
 {
 	struct tb_http_req h;
 	uint64_t arrival_ns, total;
 	ssize_t n;
 	int rc, err;
 
+	c->req_accept_ns = c->accept_ns;
+	c->accept_ns = 0;
 	/* bytes already buffered (pipelining) arrived with the read that brought them */
 	arrival_ns = c->len ? c->last_read_ns : 0;
 	while ((rc = tb_http_parse_head(c->buf, c->len, &h)) == 0) {
@@ -490,7 +495,7 @@ static int serve_one(struct conn *c)
  * read and drop what the client still sends (bounded in bytes and time), as
  * HTTP servers' "lingering close" does.
  */
-static void linger_close(struct conn *c)
+static void linger_close(struct tb_conn *c)
 {
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
 	uint64_t deadline = tb_now_ns() + DRAIN_MAX_NS;
@@ -509,21 +514,67 @@ static void linger_close(struct conn *c)
 	}
 }
 
-void tb_conn_serve(struct tb_server *s, int fd)
+static void conn_init(struct tb_conn *c, struct tb_server *s, int fd, uint64_t accept_ns)
 {
-	struct conn c = { .s = s, .fd = fd };
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+	c->fd = fd;
+	c->accept_ns = accept_ns;
+	tb_buf_init(&c->out, OUT_MAX);
+	tb_buf_init(&c->scratch, OUT_MAX + 4096);
+	tb_buf_init(&c->line, OUT_MAX);
+	tb_buf_init(&c->hdr, 4096);
+}
 
-	tb_buf_init(&c.out, OUT_MAX);
-	tb_buf_init(&c.scratch, OUT_MAX + 4096);
-	tb_buf_init(&c.line, OUT_MAX);
-	tb_buf_init(&c.hdr, 4096);
+static void conn_fini(struct tb_conn *c)
+{
+	if (c->drain && !atomic_load(&c->s->stop))
+		linger_close(c);
+	tb_buf_free(&c->out);
+	tb_buf_free(&c->scratch);
+	tb_buf_free(&c->line);
+	tb_buf_free(&c->hdr);
+	free(c->buf);
+}
+
+void tb_conn_serve(struct tb_server *s, int fd, uint64_t accept_ns)
+{
+	struct tb_conn c;
+
+	conn_init(&c, s, fd, accept_ns);
 	while (!atomic_load(&s->stop) && serve_one(&c) == 0)
 		;
-	if (c.drain && !atomic_load(&s->stop))
-		linger_close(&c);
-	tb_buf_free(&c.out);
-	tb_buf_free(&c.scratch);
-	tb_buf_free(&c.line);
-	tb_buf_free(&c.hdr);
-	free(c.buf);
+	conn_fini(&c);
+}
+
+struct tb_conn *tb_conn__new(struct tb_server *s, int fd, uint64_t accept_ns)
+{
+	struct tb_conn *c = malloc(sizeof(*c));
+
+	if (c)
+		conn_init(c, s, fd, accept_ns);
+	return c;
+}
+
+int tb_conn_serve_one(struct tb_conn *c)
+{
+	return serve_one(c);
+}
+
+bool tb_conn_buffered(const struct tb_conn *c)
+{
+	return c->len > 0;
+}
+
+int tb_conn_fd(const struct tb_conn *c)
+{
+	return c->fd;
+}
+
+void tb_conn__free(struct tb_conn *c)
+{
+	if (!c)
+		return;
+	conn_fini(c);
+	free(c);
 }

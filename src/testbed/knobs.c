@@ -39,6 +39,7 @@ static const struct knob knobs[] = {
 	{ "max_tokens_limit", KNOB_U32, OFF(max_tokens_limit), 1, 65536 },
 	{ "max_body", KNOB_U64, OFF(max_body), 1, 1 << 30 },
 	{ "handler_threads", KNOB_U32, OFF(handler_threads), 1, 1024 },
+	{ "park_idle", KNOB_U32, OFF(park_idle), 0, 1 },
 };
 
 void tb_knobs_default(struct tb_knobs *k)

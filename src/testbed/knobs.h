@@ -28,6 +28,12 @@ struct tb_knobs {
 	uint32_t max_tokens_limit; /* larger max_tokens is a 400 */
 	uint64_t max_body; /* bytes; a larger body is a 413 */
 	uint32_t handler_threads; /* connections served at once */
+	/*
+	 * 0: a handler serves its connection to its end. 1: idle keep-alive
+	 * connections wait in one epoll set shared by the handlers, which serve
+	 * one request per wakeup (a thread-pool server's shape).
+	 */
+	uint32_t park_idle;
 };
 
 /* Fills k with the defaults (the `healthy` scenario). */

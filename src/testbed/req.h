@@ -27,6 +27,7 @@ struct tb_req {
 	bool stream;
 
 	/* ground truth, CLOCK_MONOTONIC ns, 0 = not reached */
+	uint64_t accept_ns; /* accept4 returned the connection (its first request only) */
 	uint64_t arrival_ns, received_ns;
 	uint64_t tokenize_start_ns, tokenize_end_ns, enqueue_ns, admitted_ns;
 	uint64_t first_token_write_ns, last_token_write_ns, end_ns;

@@ -11,6 +11,9 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
+#include "clock.h"
+#include "park.h"
+
 int tb_listen_loopback(uint16_t port, uint16_t *bound)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -41,13 +44,14 @@ struct handler_arg {
  * Every handler blocks in accept4 on the shared listener (the kernel wakes
  * one per connection), then serves that connection to its end: at most
  * handler_threads connections are served at once, the rest wait in the
- * listen backlog.
+ * listen backlog. With park_idle the handlers run park.c's loop instead.
  */
 static void *handler_main(void *arg)
 {
 	struct handler_arg *ha = arg;
 	struct tb_server *s = ha->s;
 	uint32_t slot = ha->slot;
+	uint64_t accept_ns;
 	int fd, one = 1;
 	char name[16];
 
@@ -56,8 +60,13 @@ static void *handler_main(void *arg)
 	 * that could be mistaken for a connection's */
 	snprintf(name, sizeof(name), "tb-http-%u", (unsigned)slot % 10000u);
 	pthread_setname_np(pthread_self(), name);
+	if (s->k.park_idle) {
+		tb_park_handler(s, slot);
+		return NULL;
+	}
 	while (!atomic_load(&s->stop)) {
 		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		accept_ns = tb_now_ns();
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -79,7 +88,7 @@ static void *handler_main(void *arg)
 		pthread_mutex_unlock(&s->slots_lock);
 		/* tb_server__stop sets stop before walking the slots: one of us sees the other */
 		if (!atomic_load(&s->stop))
-			tb_conn_serve(s, fd);
+			tb_conn_serve(s, fd, accept_ns);
 		pthread_mutex_lock(&s->slots_lock);
 		s->conn_fds[slot] = -1;
 		close(fd);
@@ -106,6 +115,7 @@ struct tb_server *tb_server__new(const struct tb_server_opts *opts)
 	s->k = *opts->knobs;
 	s->io = opts->io;
 	s->listen_fd = opts->listen_fd;
+	s->epfd = s->stop_efd = -1;
 	atomic_init(&s->stop, false);
 	pthread_mutex_init(&s->slots_lock, NULL);
 	s->conn_fds = malloc(sizeof(*s->conn_fds) * s->k.handler_threads);
@@ -128,6 +138,8 @@ struct tb_server *tb_server__new(const struct tb_server_opts *opts)
 		err = -errno;
 		goto cleanup;
 	}
+	if (s->k.park_idle && (err = tb_park_init(s)))
+		goto cleanup;
 	for (i = 0; i < s->k.handler_threads; i++) {
 		ha = malloc(sizeof(*ha));
 		if (!ha) {
@@ -161,6 +173,7 @@ void tb_server__stop(struct tb_server *s)
 		if (s->conn_fds[i] >= 0)
 			shutdown(s->conn_fds[i], SHUT_RDWR);
 	pthread_mutex_unlock(&s->slots_lock);
+	tb_park_stop(s);
 	if (s->engine)
 		tb_engine__stop(s->engine);
 }
@@ -182,6 +195,7 @@ void tb_server__free(struct tb_server *s)
 		return;
 	tb_server__join(s);
 	/* handlers are gone: no request is left for the engine to release */
+	tb_park_fini(s);
 	tb_engine__free(s->engine);
 	tb_truth__free(s->truth);
 	close(s->listen_fd);

@@ -55,7 +55,13 @@ int tb_truth_format(const struct tb_req *r, struct tb_buf *b)
 	tb_buf_reset(b);
 	tb_buf_puts(b, "{\"request_id\":");
 	tb_buf_json_str(b, r->id);
+	stamp(b, "accept_ns", r->accept_ns);
 	stamp(b, "arrival_ns", r->arrival_ns);
+	/*
+	 * The same instant as arrival_ns under the name that says what it is:
+	 * a tracer's arrival is when the bytes reached the socket, earlier
+	 */
+	stamp(b, "first_read_ns", r->arrival_ns);
 	stamp(b, "received_ns", r->received_ns);
 	stamp(b, "tokenize_start_ns", r->tokenize_start_ns);
 	stamp(b, "tokenize_end_ns", r->tokenize_end_ns);

@@ -18,6 +18,11 @@ foreach(part keepalive big loss)
 	rt_script_test(live_scale_${part} LABEL root TIMEOUT 400
 		COMMAND ${RT_PYTHON3} ${rt_live}/live_scale.py ${part})
 endforeach()
+# issue 17: the wait in the accept queue / receive buffer, in every span
+foreach(case accept park)
+	rt_script_test(live_backlog_${case} LABEL root TIMEOUT 300
+		COMMAND ${RT_PYTHON3} ${rt_live}/live_backlog.py ${case})
+endforeach()
 rt_script_test(live_twoproc LABEL root TIMEOUT 120
 	COMMAND ${RT_PYTHON3} ${rt_live}/live_twoproc.py)
 # Sub-millisecond comparisons and CPU shares: nothing else may run meanwhile
@@ -25,4 +30,5 @@ rt_script_test(live_twoproc LABEL root TIMEOUT 120
 # runqueue wait in exactly the numbers these tests check).
 set_tests_properties(live_fidelity_readwrite live_fidelity_vector live_fidelity_socket
 	live_fidelity_msg live_fidelity_split live_fidelity_markers live_fidelity_asyncio
-	live_scale_keepalive live_scale_big live_twoproc PROPERTIES RUN_SERIAL TRUE)
+	live_scale_keepalive live_scale_big live_twoproc live_backlog_accept live_backlog_park
+	PROPERTIES RUN_SERIAL TRUE)

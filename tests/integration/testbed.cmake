@@ -8,11 +8,13 @@ if(NOT RT_TESTBED_PYTHON)
 	find_program(RT_TESTBED_PYTHON python3 REQUIRED)
 endif()
 
-foreach(t io errors marker preprocess batch comm)
+foreach(t io errors marker preprocess batch comm park)
 	rt_script_test(testbed_${t} LABEL root TIMEOUT 180
 		COMMAND ${RT_TESTBED_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/testbed_${t}.py)
 endforeach()
-set_tests_properties(testbed_preprocess testbed_batch testbed_comm PROPERTIES RUN_SERIAL TRUE)
+# testbed_park compares waits with handlers' busy windows: a stolen core would blur them
+set_tests_properties(testbed_preprocess testbed_batch testbed_comm testbed_park
+	PROPERTIES RUN_SERIAL TRUE)
 
 # Unit tests of the testbed's pure parts (found by the tests/unit glob and
 # linked with every module like every unit test) also need the testbed's

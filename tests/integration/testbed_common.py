@@ -27,7 +27,7 @@ MARKER_RECORD_LIB = os.path.join(BIN, "src", "marker", "libreqtrace_marker_recor
 SCENARIOS = os.path.join(SRC, "configs", "scenarios")
 
 TRUTH_KEYS = {
-    "request_id", "arrival_ns", "received_ns", "tokenize_start_ns", "tokenize_end_ns",
+    "request_id", "accept_ns", "arrival_ns", "first_read_ns", "received_ns", "tokenize_start_ns", "tokenize_end_ns",
     "enqueue_ns", "admitted_ns", "first_token_write_ns", "token_write_ns",
     "last_token_write_ns", "end_ns", "comm_wait_ns", "tokenizer_tid", "step_tids", "outcome",
 }

@@ -26,6 +26,8 @@ static void test_defaults_batch_ratio(void **state)
 	assert_true(r > 1.75 && r < 1.85);
 	assert_int_equal(k.tokenizer_threads, 1);
 	assert_int_equal(k.max_body, 1 << 20);
+	/* thread-per-connection unless a scenario asks for the epoll model */
+	assert_int_equal(k.park_idle, 0);
 	assert_int_equal(tb_knobs_check(&k, NULL, 0), 0);
 }
 
@@ -48,6 +50,12 @@ static void test_parse_lines(void **state)
 	assert_int_equal(k.max_body, 4096);
 	assert_int_equal(tb_knobs_set_arg(&k, "tokenizer_threads=4", err, sizeof(err)), 0);
 	assert_int_equal(k.tokenizer_threads, 4);
+	assert_int_equal(tb_knobs_set_arg(&k, "park_idle=1", err, sizeof(err)), 0);
+	assert_int_equal(k.park_idle, 1);
+	/* a switch: anything but 0 and 1 is a typo */
+	assert_int_equal(tb_knobs_set_arg(&k, "park_idle=2", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "park_idle"));
+	assert_int_equal(k.park_idle, 1);
 }
 
 static void test_errors_name_the_knob(void **state)

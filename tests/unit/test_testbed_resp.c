@@ -185,6 +185,7 @@ static void test_stats(void **state)
 	double v[] = { 5, 1, 4, 2, 3 };
 	struct ld_result res[3] = { 0 };
 	struct ld_summary s;
+	struct tb_buf b;
 
 	(void)state;
 	assert_true(ld_percentile(v, 5, 50) == 3);
@@ -211,6 +212,16 @@ static void test_stats(void **state)
 	assert_true(s.duration_s > 0.999 && s.duration_s < 1.001);
 	assert_true(s.ttft_p50_ms > 9.99 && s.ttft_p50_ms < 10.01);
 	assert_true(s.tokens_per_s > 3.99 && s.tokens_per_s < 4.01);
+
+	/* send_ns is start_ns; connect_ns null on a kept-alive connection */
+	tb_buf_init(&b, 4096);
+	assert_int_equal(ld_result_json(&res[0], &b), 0);
+	assert_non_null(strstr(b.p, "\"send_ns\":1000000000,\"connect_ns\":null,"));
+	tb_buf_reset(&b);
+	res[0].connect_ns = 999000000;
+	assert_int_equal(ld_result_json(&res[0], &b), 0);
+	assert_non_null(strstr(b.p, "\"connect_ns\":999000000,"));
+	tb_buf_free(&b);
 }
 
 int main(void)

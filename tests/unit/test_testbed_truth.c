@@ -13,10 +13,15 @@
 #include "truth.h"
 
 static const char *const keys[] = {
-	"request_id",	   "arrival_ns",	  "received_ns", "tokenize_start_ns",
-	"tokenize_end_ns", "enqueue_ns",	  "admitted_ns", "first_token_write_ns",
-	"token_write_ns",  "last_token_write_ns", "end_ns",	 "comm_wait_ns",
-	"tokenizer_tid",   "step_tids",		  "outcome",
+	"request_id",	   "accept_ns",
+	"arrival_ns",	   "first_read_ns",
+	"received_ns",	   "tokenize_start_ns",
+	"tokenize_end_ns", "enqueue_ns",
+	"admitted_ns",	   "first_token_write_ns",
+	"token_write_ns",  "last_token_write_ns",
+	"end_ns",	   "comm_wait_ns",
+	"tokenizer_tid",   "step_tids",
+	"outcome",
 };
 
 static void test_format(void **state)
@@ -48,6 +53,9 @@ static void test_format(void **state)
 	assert_true(b.len > 0 && b.p[b.len - 1] == '\n');
 	assert_null(memchr(b.p, '\n', b.len - 1));
 	assert_non_null(strstr(b.p, "\"arrival_ns\":9007199254740993,"));
+	/* the same instant under its second name; no accept on this request */
+	assert_non_null(strstr(b.p, "\"first_read_ns\":9007199254740993,"));
+	assert_non_null(strstr(b.p, "\"accept_ns\":null,"));
 
 	root = cJSON_Parse(b.p);
 	assert_non_null(root);

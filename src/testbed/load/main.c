@@ -287,10 +287,14 @@ static void run_one(struct worker *w, unsigned idx)
 		      run->prompt_json);
 	ld_resp_init(&rp, o->stream, res->id, o->max_tokens);
 again:
-	if (w->fd < 0 && (err = worker_connect(w))) {
-		res->start_ns = res->end_ns = tb_now_ns();
-		snprintf(res->error, sizeof(res->error), "connect: %s", strerror(-err));
-		goto cleanup;
+	if (w->fd < 0) {
+		err = worker_connect(w);
+		res->connect_ns = tb_now_ns();
+		if (err) {
+			res->start_ns = res->end_ns = res->connect_ns;
+			snprintf(res->error, sizeof(res->error), "connect: %s", strerror(-err));
+			goto cleanup;
+		}
 	}
 	res->start_ns = tb_now_ns();
 	err = send_all(w->fd, req.p, req.len);

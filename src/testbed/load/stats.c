@@ -90,6 +90,9 @@ int ld_result_json(const struct ld_result *r, struct tb_buf *b)
 	tb_buf_printf(b, ",\"ok\":%s,\"aborted\":%s,\"status\":%d,\"start_ns\":%" PRIu64,
 		      r->ok ? "true" : "false", r->aborted ? "true" : "false", r->status,
 		      r->start_ns);
+	/* send_ns: the name the backlog tests use for start_ns (the same instant) */
+	tb_buf_printf(b, ",\"send_ns\":%" PRIu64 ",\"connect_ns\":", r->start_ns);
+	tb_buf_json_u64(b, r->connect_ns ? r->connect_ns : TB_NULL_U64);
 	tb_buf_puts(b, ",\"ttft_ns\":");
 	tb_buf_json_u64(b, r->ttft_ns ? r->ttft_ns : TB_NULL_U64);
 	tb_buf_printf(b, ",\"end_ns\":%" PRIu64 ",\"total_ms\":%.3f,\"ttft_ms\":", r->end_ns,

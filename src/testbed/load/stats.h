@@ -16,6 +16,7 @@ struct ld_result {
 	bool aborted; /* the client closed it on purpose (--abort-after-events) */
 	int status; /* HTTP status, 0 if none */
 	uint64_t start_ns, ttft_ns, end_ns; /* CLOCK_MONOTONIC; ttft_ns 0: none */
+	uint64_t connect_ns; /* connect returned for this request; 0: a kept-alive connection */
 	uint32_t events;
 	int64_t tokens; /* usage.completion_tokens, -1 if none */
 	char error[200];
