@@ -92,9 +92,7 @@ static void attach_arrival(struct rt_bpf_source *s)
 		if (links[i])
 			continue;
 		err = -errno;
-		wlog("arrival records off: raw tracepoint %s: %s (kernel without it? "
-		     "docs/events.md, "
-		     "\"Arrival\")",
+		wlog("arrival records off: raw tracepoint %s: %s (docs/events.md, \"Arrival\")",
 		     progs[i].tp, strerror(-err));
 		goto fail;
 	}
