@@ -6,19 +6,25 @@
  * loopback client (this process) and server (a forked child), neither
  * traced, in three workloads (small request/response round trips on one
  * connection, short connections with one round trip each, a bulk stream)
- * under three configurations, interleaved round by round:
- *   none     no BPF source
- *   loaded   the BPF source attached, the server's port not watched
- *            (every segment pays the port check)
- *   watched  the server's port watched (its connections get a map entry;
- *            data segments update it)
+ * under four configurations, interleaved round by round:
+ *   none     no BPF programs
+ *   source   the whole BPF source attached (what reqtraced costs untraced
+ *            TCP traffic: mostly the syscall tracepoints), port not watched
+ *   arrival  only the two arrival programs, port not watched (every
+ *            segment and state change pays the port check)
+ *   watched  only the arrival programs, the server's port watched (its
+ *            connections get a map entry; data segments update it)
  * Prints each round and the median ratio to `none`, plus the kernel's
  * run-time statistics of the two arrival programs (BPF_ENABLE_STATS).
+ * Client and server share one CPU (the last one), so that each number is
+ * CPU work plus context switches rather than cross-CPU wakeups, whose cost
+ * on a VM (an IPI, a VM exit) varies far more than what is measured.
  * Asserts nothing. Run as root:
  *   bench_arrival [rounds] [round_trips] [connections] [bulk_MiB]
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -33,15 +39,16 @@
 #include <bpf/bpf.h>
 
 #include "sources/bpf_source.h"
+#include "sock.skel.h"
 
 #define MSG 64
 #define CHUNK (64 * 1024)
 #define ROUNDS_MAX 32
 
-enum config { NONE, LOADED, WATCHED, N_CONFIGS };
+enum config { NONE, SOURCE, ARRIVAL, WATCHED, N_CONFIGS };
 enum workload { RR, CONN, BULK, N_WORKLOADS };
 
-static const char *const config_names[N_CONFIGS] = { "none", "loaded", "watched" };
+static const char *const config_names[N_CONFIGS] = { "none", "source", "arrival", "watched" };
 
 struct params {
 	long round_trips, conns;
@@ -123,8 +130,11 @@ static int connect_to(const struct sockaddr_in *sa)
 	return fd;
 }
 
-/* One workload against a fresh server; returns ns per round trip, per connection, or MB/s. */
-static double run(enum workload w, const struct params *p, struct rt_bpf_source *s)
+/*
+ * One workload against a fresh server; returns ns per round trip, per
+ * connection, or MB/s. With `watch`, the server's port is watched.
+ */
+static double run(enum workload w, const struct params *p, struct sock_bpf *watch)
 {
 	static char buf[CHUNK];
 	struct sockaddr_in sa = { .sin_family = AF_INET,
@@ -141,8 +151,8 @@ static double run(enum workload w, const struct params *p, struct rt_bpf_source 
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 128) ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &sl))
 		return -1;
-	if (s && rt_bpf_source__watch_port(s, ntohs(sa.sin_port)))
-		return -1;
+	if (watch)
+		watch->bss->rt_watch_ports[ntohs(sa.sin_port)] = 1;
 	pid = fork();
 	if (pid == 0)
 		serve(lfd, w, p->conns);
@@ -233,17 +243,45 @@ static void prog_snap(const int fds[2], struct prog_cost out[2])
 	}
 }
 
+/* The sock object with only the arrival programs loaded and attached. */
+static struct sock_bpf *arrival_only(struct bpf_link *links[2])
+{
+	struct sock_bpf *o = sock_bpf__open();
+	struct bpf_program *prog;
+
+	if (!o)
+		return NULL;
+	bpf_object__for_each_program(prog, o->obj)
+		bpf_program__set_autoload(prog, prog == o->progs.rt_arr_state ||
+							prog == o->progs.rt_arr_probe);
+	if (sock_bpf__load(o) || !o->bss)
+		goto fail;
+	links[0] = bpf_program__attach(o->progs.rt_arr_state);
+	links[1] = bpf_program__attach(o->progs.rt_arr_probe);
+	if (!links[0] || !links[1])
+		goto fail;
+	o->bss->rt_arrival_on = 1;
+	return o;
+fail:
+	bpf_link__destroy(links[0]);
+	bpf_link__destroy(links[1]);
+	sock_bpf__destroy(o);
+	return NULL;
+}
+
 /* One round of all workloads under one configuration. */
 static int round_of(enum config cfg, const struct params *p, double res[N_WORKLOADS])
 {
 	struct rt_bpf_source_opts opts = { 0 };
 	struct prog_cost before[2], after[2];
+	struct bpf_link *links[2] = { NULL, NULL };
 	struct rt_bpf_source *s = NULL;
+	struct sock_bpf *o = NULL;
 	struct rt_bpf_stats st;
 	__u32 last_id = 0, id;
 	int fds[2] = { -1, -1 }, w, i;
 
-	if (cfg != NONE) {
+	if (cfg == SOURCE) {
 		while (!bpf_prog_get_next_id(last_id, &id))
 			last_id = id;
 		s = rt_bpf_source__new(&opts);
@@ -257,20 +295,28 @@ static int round_of(enum config cfg, const struct params *p, double res[N_WORKLO
 			return -1;
 		}
 		find_arrival_progs(last_id, fds);
-		prog_snap(fds, before);
-	}
-	for (w = 0; w < N_WORKLOADS; w++)
-		res[w] = run(w, p, cfg == WATCHED ? s : NULL);
-	if (cfg != NONE) {
-		prog_snap(fds, after);
-		for (i = 0; i < 2; i++) {
-			arr_cost[cfg][i].runs += after[i].runs - before[i].runs;
-			arr_cost[cfg][i].run_ns += after[i].run_ns - before[i].run_ns;
+	} else if (cfg != NONE) {
+		o = arrival_only(links);
+		if (!o) {
+			perror("loading the arrival programs");
+			return -1;
 		}
+		fds[0] = dup(bpf_program__fd(o->progs.rt_arr_state));
+		fds[1] = dup(bpf_program__fd(o->progs.rt_arr_probe));
 	}
-	for (i = 0; i < 2; i++)
+	prog_snap(fds, before);
+	for (w = 0; w < N_WORKLOADS; w++)
+		res[w] = run(w, p, cfg == WATCHED ? o : NULL);
+	prog_snap(fds, after);
+	for (i = 0; i < 2; i++) {
+		arr_cost[cfg][i].runs += after[i].runs - before[i].runs;
+		arr_cost[cfg][i].run_ns += after[i].run_ns - before[i].run_ns;
 		if (fds[i] >= 0)
 			close(fds[i]);
+	}
+	bpf_link__destroy(links[0]);
+	bpf_link__destroy(links[1]);
+	sock_bpf__destroy(o);
 	rt_bpf_source__free(s);
 	for (w = 0; w < N_WORKLOADS; w++)
 		if (res[w] < 0)
@@ -308,6 +354,15 @@ int main(int argc, char **argv)
 			argv[0], ROUNDS_MAX);
 		return 2;
 	}
+	{
+		cpu_set_t set;
+		int last = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+
+		CPU_ZERO(&set);
+		CPU_SET(last > 0 ? last : 0, &set);
+		if (sched_setaffinity(0, sizeof(set), &set)) /* the forked servers inherit it */
+			perror("sched_setaffinity");
+	}
 	stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	printf("%d rounds; per round: %ld round trips of %d B, %ld connections of one round "
 	       "trip, %lld MiB streamed in %d KiB writes\n\n",
@@ -330,7 +385,7 @@ int main(int argc, char **argv)
 
 	printf("\nmedian ratio to `none` (time: > 1 is slower; throughput: < 1 is slower)\n\n");
 	printf("| config | round trip | connection | bulk |\n| --- | --- | --- | --- |\n");
-	for (c = LOADED; c < N_CONFIGS; c++) {
+	for (c = SOURCE; c < N_CONFIGS; c++) {
 		printf("| %s |", config_names[c]);
 		for (w = 0; w < N_WORKLOADS; w++) {
 			for (r = 0; r < rounds; r++)
@@ -341,7 +396,7 @@ int main(int argc, char **argv)
 	}
 	printf("\narrival programs (kernel run-time stats%s):\n",
 	       stats_fd < 0 ? " UNAVAILABLE" : "");
-	for (c = LOADED; c < N_CONFIGS; c++)
+	for (c = SOURCE; c < N_CONFIGS; c++)
 		for (w = 0; w < 2; w++) {
 			const struct prog_cost *pc = &arr_cost[c][w];
 
