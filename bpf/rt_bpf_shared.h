@@ -19,11 +19,13 @@ enum rt_bpf_counter {
 	RT_CNT_ARGS_FULL = RT_EV__MAX + 2, /* sock_args update failed */
 	RT_CNT_RING_PEAK = RT_EV__MAX + 3, /* max bytes in the ring seen at a submit (not a sum) */
 	RT_CNT_STEP_TRUNC = RT_EV__MAX + 4, /* step members beyond RT_BPF_MARK_STEP_MAX */
-	RT_CNT__MAX = RT_EV__MAX + 5,
+	RT_CNT_ARRIVALS_FULL = RT_EV__MAX + 5, /* arrivals insert failed: connection not followed */
+	RT_CNT__MAX = RT_EV__MAX + 6,
 };
 
 #define RT_BPF_TARGETS_DEFAULT 4096 /* traced_tgids entries */
 #define RT_BPF_ARGS_MAX 16384 /* threads inside a traced socket syscall at once */
+#define RT_BPF_ARRIVALS_MAX 65536 /* followed connections on watched ports (sock.bpf.c) */
 #define RT_BPF_MARK_STEP_MAX 256 /* == RT_MARK_STEP_MAX (reqtrace/marker.h) */
 
 /* Payload bytes the sock scratch buffer holds (head and tail at their maximum). */

@@ -7,6 +7,10 @@
  * to every sys_exit_* tracepoint of the list, emits the record. Data is read
  * at exit, when `ret` says how much was transferred (for a send the buffer is
  * still the caller's and unchanged).
+ *
+ * arrival.bpf.h adds the kernel's receive path for TCP connections on
+ * watched ports: a SOCK_ARRIVAL record before each RECV record that returned
+ * bytes (docs/events.md, "Arrival").
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -77,6 +81,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct io_scratch);
 } io_scratch SEC(".maps");
+
+#include "arrival.bpf.h"
 
 /* The LP64 user ABI, the same on x86-64 and arm64 (not a kernel type: no CO-RE relocation). */
 struct rt_iovec {
@@ -287,6 +293,7 @@ static __always_inline int emit_conn(struct sock_args *a, long ret, __u64 ts, __
 			return 0;
 		/* the new connection was installed in the fd table before exit */
 		sock = sock_from_fd(ret);
+		arrival_accepted(sock);
 	}
 	e = RT_RESERVE(struct rt_ev_sock_conn, kind);
 	if (!e)
@@ -491,6 +498,8 @@ int rt_sys_exit(struct trace_event_raw_sys_exit *ctx)
 	case RT_SYS_SHUTDOWN:
 		return emit_close(&a, ret, ts, id);
 	default:
+		if (ret > 0 && a.sys <= RT_SYS_RECVMSG)
+			arrival_recv(&a, ts, id);
 		return emit_io(&a, ret, ts, id);
 	}
 }

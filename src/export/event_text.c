@@ -75,6 +75,14 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 			e->local.port, e->peer.port);
 		break;
 	}
+	case RT_EV_SOCK_ARRIVAL: {
+		const struct rt_ev_sock_arrival *e = (const void *)ev;
+
+		fprintf(f, " fd=%d data=%" PRIu64 " established=%" PRIu64 " flags=%#x%s", e->fd,
+			(uint64_t)e->data_ns, (uint64_t)e->established_ns, e->flags,
+			e->flags & RT_ARR_LEFT_UNREAD ? "(left_unread)" : "");
+		break;
+	}
 	case RT_EV_SOCK_CLOSE:
 	case RT_EV_SOCK_SHUTDOWN: {
 		const struct rt_ev_sock_close *e = (const void *)ev;

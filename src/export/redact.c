@@ -253,7 +253,10 @@ static bool is_io(const struct rt_event_hdr *ev)
 	return ev->kind == RT_EV_SOCK_RECV || ev->kind == RT_EV_SOCK_SEND;
 }
 
-/* Kinds that open or end connections (the rest, most records, pass unread). */
+/*
+ * Kinds that open or end connections (the rest, most records, pass unread:
+ * SOCK_ARRIVAL among them, times and an fd, no payload).
+ */
 static bool is_observed(const struct rt_event_hdr *ev)
 {
 	return ev->kind == RT_EV_SOCK_ACCEPT || ev->kind == RT_EV_SOCK_CONNECT ||

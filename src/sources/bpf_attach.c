@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Attaching the BPF source: scheduler and socket tracepoints at start,
- * marker uprobes per library file on demand.
+ * Attaching the BPF source: scheduler and socket tracepoints at start (the
+ * arrival ones if the kernel has them), marker uprobes per library file on
+ * demand.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -41,16 +42,19 @@ static int keep_link(struct rt_bpf_source *s, struct bpf_link *link, const char 
 	return 0;
 }
 
-/* Attaches every auto-attachable program of obj except `skip`. */
+/* Attaches every auto-attachable program of obj except those in skip[n_skip]. */
 static int attach_object(struct rt_bpf_source *s, struct bpf_object *obj,
-			 const struct bpf_program *skip)
+			 const struct bpf_program *const *skip, size_t n_skip)
 {
 	struct bpf_program *prog;
 	char what[128];
+	size_t i;
 	int err;
 
 	bpf_object__for_each_program(prog, obj) {
-		if (prog == skip)
+		for (i = 0; i < n_skip && prog != skip[i]; i++)
+			;
+		if (i < n_skip)
 			continue;
 		snprintf(what, sizeof(what), "attaching %s (%s)", bpf_program__name(prog),
 			 bpf_program__section_name(prog));
@@ -61,16 +65,68 @@ static int attach_object(struct rt_bpf_source *s, struct bpf_object *obj,
 	return 0;
 }
 
+/*
+ * The arrival programs (bpf/arrival.bpf.h) are optional: without either
+ * tracepoint the daemon runs with no SOCK_ARRIVAL records (spans then start
+ * at the first read, as before) instead of failing.
+ */
+static void attach_arrival(struct rt_bpf_source *s)
+{
+	struct {
+		struct bpf_program *prog;
+		const char *tp;
+	} progs[] = {
+		{ s->sock->progs.rt_arr_state, "sock:inet_sock_set_state" },
+		{ s->sock->progs.rt_arr_probe, "tcp:tcp_probe" },
+	};
+	struct bpf_link *links[2] = { NULL, NULL };
+	size_t i;
+	int err;
+
+	if (!s->sock->bss) {
+		wlog("arrival records off: the sock object's .bss is not mmapped (kernel < 5.5)");
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		links[i] = bpf_program__attach(progs[i].prog);
+		if (links[i])
+			continue;
+		err = -errno;
+		wlog("arrival records off: raw tracepoint %s: %s (docs/events.md, \"Arrival\")",
+		     progs[i].tp, strerror(-err));
+		goto fail;
+	}
+	if (s->n_links + 2 > RT_BPF_LINKS_MAX) {
+		elog("arrival: more links than RT_BPF_LINKS_MAX");
+		goto fail;
+	}
+	s->links[s->n_links++] = links[0];
+	s->links[s->n_links++] = links[1];
+	s->sock->bss->rt_arrival_on = 1;
+	s->arrival_on = true;
+	return;
+fail:
+	bpf_link__destroy(links[0]);
+	bpf_link__destroy(links[1]);
+}
+
 int rt_bpf_attach_tracepoints(struct rt_bpf_source *s)
 {
+	const struct bpf_program *sock_skip[] = {
+		s->sock->progs.rt_sys_exit,
+		s->sock->progs.rt_arr_state,
+		s->sock->progs.rt_arr_probe,
+	};
 	char tp[64], what[128];
 	size_t i;
 	int err;
 
-	err = attach_object(s, s->sched->obj, NULL);
+	err = attach_object(s, s->sched->obj, NULL, 0);
 	if (err)
 		return err;
-	err = attach_object(s, s->sock->obj, s->sock->progs.rt_sys_exit);
+	/* before the syscall programs: an accept's exit may then insert right away */
+	attach_arrival(s);
+	err = attach_object(s, s->sock->obj, sock_skip, sizeof(sock_skip) / sizeof(sock_skip[0]));
 	if (err)
 		return err;
 	for (i = 0; i < sizeof(sock_syscalls) / sizeof(sock_syscalls[0]); i++) {

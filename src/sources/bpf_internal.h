@@ -20,7 +20,7 @@ struct sock_bpf;
 struct marker_bpf;
 struct rt_bpf_gpu; /* bpf_gpu.c: gpu.bpf.c and the libcuda/libnccl files it is attached to */
 
-#define RT_BPF_LINKS_MAX 40 /* 5 scheduler + 13 entry + 13 exit tracepoints */
+#define RT_BPF_LINKS_MAX 40 /* 5 scheduler + 13 entry + 13 exit + 2 arrival tracepoints */
 #define RT_BPF_MARK_FUNCS 5
 
 struct rt_marker_lib {
@@ -39,6 +39,7 @@ struct rt_bpf_source {
 	struct rt_marker_lib libs[RT_BPF_MARKER_LIBS_MAX];
 	int n_libs;
 	struct rt_bpf_gpu *gpu; /* NULL until the first rt_bpf_source__attach_gpu() */
+	bool arrival_on; /* both arrival tracepoints attached (bpf_attach.c) */
 
 	struct ring_buffer *rb;
 	int ring_fd, targets_fd, counters_fd;

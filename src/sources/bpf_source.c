@@ -63,6 +63,8 @@ static size_t min_size(unsigned int kind)
 	case RT_EV_SOCK_CLOSE:
 	case RT_EV_SOCK_SHUTDOWN:
 		return sizeof(struct rt_ev_sock_close);
+	case RT_EV_SOCK_ARRIVAL:
+		return sizeof(struct rt_ev_sock_arrival);
 	case RT_EV_MARK_BEGIN:
 	case RT_EV_MARK_END:
 		return sizeof(struct rt_ev_mark);
@@ -267,10 +269,13 @@ int rt_bpf_source__remove_pid(struct rt_bpf_source *s, __u32 tgid)
 
 int rt_bpf_source__watch_port(struct rt_bpf_source *s, __u16 port)
 {
-	/* arrival programs not written yet (issue 17): nothing to watch with */
 	if (!s || !port)
 		return -EINVAL;
-	return -EOPNOTSUPP;
+	if (!s->arrival_on)
+		return -EOPNOTSUPP;
+	/* the mmapped .bss: the programs see it at their next run, no syscall */
+	__atomic_store_n(&s->sock->bss->rt_watch_ports[port], 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 int rt_bpf_source__stats(const struct rt_bpf_source *s, struct rt_bpf_stats *st)
@@ -296,6 +301,7 @@ int rt_bpf_source__stats(const struct rt_bpf_source *s, struct rt_bpf_stats *st)
 	if ((err = read_counter(s, RT_CNT_TARGETS_FULL, &st->targets_full, NULL)) ||
 	    (err = read_counter(s, RT_CNT_ARGS_FULL, &st->args_full, NULL)) ||
 	    (err = read_counter(s, RT_CNT_STEP_TRUNC, &st->step_trunc, NULL)) ||
+	    (err = read_counter(s, RT_CNT_ARRIVALS_FULL, &st->arrivals_full, NULL)) ||
 	    (err = read_counter(s, RT_CNT_RING_PEAK, &sum, &max)))
 		return err;
 	st->invalid = s->invalid;
@@ -307,6 +313,7 @@ int rt_bpf_source__stats(const struct rt_bpf_source *s, struct rt_bpf_stats *st)
 	st->watermark_ns = s->watermark;
 	st->n_cpus = s->n_cpus;
 	st->n_marker_libs = s->n_libs;
+	st->arrival_on = s->arrival_on;
 	rt_bpf_gpu_stats(s, st);
 	return 0;
 }

@@ -5,7 +5,7 @@ if(RT_WITH_BPF)
 	add_library(rt_bpf_test_util STATIC ${CMAKE_CURRENT_LIST_DIR}/bpf_test_util.c)
 	target_link_libraries(rt_bpf_test_util PUBLIC reqtrace_core)
 
-	set(rt_bpf_tests bpf_capture bpf_loss)
+	set(rt_bpf_tests bpf_capture bpf_loss bpf_arrival)
 	if(TARGET reqtrace_marker)
 		list(APPEND rt_bpf_tests bpf_markers)
 	endif()

@@ -106,7 +106,13 @@ int rt_bpf_source__attach_gpu(struct rt_bpf_source *s, const char *lib_path);
  * Watches TCP port `port` (host order, a target's listener) for arrival
  * records (RT_EV_SOCK_ARRIVAL, docs/events.md "Arrival"): connections
  * established on it from now on get their handshake and data arrival
- * times. Idempotent. 0, -EINVAL (port 0), or another -errno.
+ * times; connections already open get data arrival times from their next
+ * read by a traced process on. The kernel side also learns the port of
+ * every connection a traced process accepts, so calling this is needed only
+ * for connections that arrive before the target's first accept. A port is
+ * never unwatched. Idempotent; no syscall (a store into mapped BPF memory).
+ * 0, -EINVAL (port 0), or -EOPNOTSUPP when the kernel lacks the arrival
+ * tracepoints (the source then runs without arrival records).
  */
 int rt_bpf_source__watch_port(struct rt_bpf_source *s, __u16 port);
 
@@ -158,6 +164,9 @@ struct rt_bpf_stats {
 	__u64 gpu_calls_full; /* timed calls not followed: per-thread call map full */
 	__u64 gpu_unmatched_ret; /* returns whose entry was overwritten by a nested timed call */
 	__u64 gpu_bad_cookie; /* hits naming no known api (cannot happen unless maps disagree) */
+	/* arrival records (bpf/arrival.bpf.h) */
+	__u64 arrivals_full; /* connections not followed: the arrivals map was full */
+	__u32 arrival_on; /* 1: the arrival tracepoints are attached */
 };
 
 /* Fills *st (reads the kernel's per-CPU counters: a few dozen syscalls). 0 or -errno. */
