@@ -154,6 +154,15 @@ static void print_status(const cJSON *st)
 	       "%.0f)\n",
 	       rt_client_num(v, "inflight"), rt_client_num(v, "conns"), rt_client_num(v, "threads"),
 	       rt_client_num(v, "spans"), rt_client_num(v, "amended"));
+	v = cJSON_GetObjectItemCaseSensitive(st, "arrival");
+	if (cJSON_IsObject(v))
+		printf("arrival in the kernel: %s; %.0f requests got it, %.0f refused, %.0f "
+		       "unused\n",
+		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "on")) ?
+			       "observed" :
+			       "not observed (no tcp_probe/inet_sock_set_state: backlog is null)",
+		       rt_client_num(v, "applied"), rt_client_num(v, "refused"),
+		       rt_client_num(v, "unused"));
 	v = cJSON_GetObjectItemCaseSensitive(st, "store");
 	printf("store: %.0f of %.0f spans\n", rt_client_num(v, "spans"),
 	       rt_client_num(v, "capacity"));

@@ -790,8 +790,17 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 	io = (struct io){ .c = c, .conn = conn, .enter = ev->enter_ns, .exit = ev->hdr.ts_ns };
 	if (recv) {
 		io.arr = arrival;
-		/* between requests, and (joined mid-stream) framed by one already */
-		io.at_first_byte = !conn->receiving && (!conn->predates || conn->seq);
+		/*
+		 * Between requests, and (joined mid-stream) framed by one already.
+		 * A connection first seen by its I/O whose handshake the kernel side
+		 * saw (established_ns) is not mid-stream: it began while we watched,
+		 * and only its accept went unseen (the accept call predates tracing),
+		 * so its first read we see is its first read.
+		 */
+		io.at_first_byte = !conn->receiving && (!conn->predates || conn->seq ||
+							(arrival.established_ns && !conn->rx_seen));
+		if (ev->ret > 0)
+			conn->rx_seen = true;
 	}
 	rt_stream_feed(&conn->stream, recv ? RT_STREAM_REQ : RT_STREAM_RESP, ev, &stream_ops, &io);
 	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))

@@ -162,6 +162,7 @@ struct rt_conn {
 	uint32_t pid;
 	int32_t fd;
 	bool predates; /* first seen by its I/O: the parser joined mid-stream */
+	bool rx_seen; /* a read of it returned bytes */
 	struct rt_arrival arrival;
 	uint64_t established_ns; /* handshake completed (ARRIVAL), 0: unknown */
 	uint64_t last_end_ns; /* entry of the write that ended the last response: a client that

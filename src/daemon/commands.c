@@ -259,6 +259,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "bpf_ring", bs->lost_total);
 	key_u64(&w, "bpf_invalid", bs->invalid);
 	key_u64(&w, "bpf_args_full", bs->args_full);
+	key_u64(&w, "bpf_arrivals_full", bs->arrivals_full);
 	key_u64(&w, "bpf_targets_full", bs->targets_full);
 	key_u64(&w, "bpf_step_members", bs->step_trunc);
 	key_u64(&w, "merge_refused", ms.refused);
@@ -313,6 +314,16 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_jsonw_ms(&w, (int64_t)cs.not_run_ns);
 	rt_jsonw_key(&w, "unattributed_cpu_ms");
 	rt_jsonw_ms(&w, (int64_t)cs.unattributed_cpu_ns);
+	rt_jsonw_obj_close(&w);
+
+	/* arrival in the kernel (docs/spans.md, "Arrival"): is it observed, and used */
+	rt_jsonw_key(&w, "arrival");
+	rt_jsonw_obj_open(&w);
+	rt_jsonw_key(&w, "on");
+	rt_jsonw_bool(&w, bs->arrival_on != 0);
+	key_u64(&w, "applied", cs.arrivals_applied);
+	key_u64(&w, "refused", cs.arrivals_refused);
+	key_u64(&w, "unused", cs.arrivals_unused);
 	rt_jsonw_obj_close(&w);
 
 	rt_jsonw_key(&w, "store");

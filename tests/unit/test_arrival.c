@@ -56,13 +56,12 @@ static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t t
 	h->tid = tid;
 }
 
-static int setup(void **state)
+static int setup_common(bool accept)
 {
 	struct rt_correlator_opts o = { .on_span = on_span };
 	struct rt_ev_target t = { 0 };
 	struct rt_ev_sock_conn a = { 0 };
 
-	(void)state;
 	n_spans = 0;
 	c = rt_correlator__new(&o);
 	assert_non_null(c);
@@ -70,6 +69,8 @@ static int setup(void **state)
 	t.group_id = 1;
 	snprintf(t.group, sizeof(t.group), "svc");
 	rt_correlator__event(c, &t.hdr, false);
+	if (!accept)
+		return 0;
 	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), T0 + 1 * US, HANDLER);
 	a.fd = FD;
 	a.listen_fd = 3;
@@ -78,6 +79,19 @@ static int setup(void **state)
 	a.peer.port = 40000;
 	rt_correlator__event(c, &a.hdr, false);
 	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return setup_common(true);
+}
+
+/* The handler's accept call predates tracing: the connection is first seen by a read. */
+static int setup_no_accept(void **state)
+{
+	(void)state;
+	return setup_common(false);
 }
 
 static int teardown(void **state)
@@ -108,16 +122,22 @@ static void io(uint16_t kind, uint64_t ts, uint32_t tid, const char *data)
 	free(e);
 }
 
-static void arrival(uint64_t ts, uint32_t tid, uint64_t data_ns, uint32_t flags)
+static void arrival_est(uint64_t ts, uint32_t tid, uint64_t data_ns, uint32_t flags,
+			uint64_t established_ns)
 {
 	struct rt_ev_sock_arrival e = { 0 };
 
 	hdr(&e.hdr, RT_EV_SOCK_ARRIVAL, sizeof(e), ts, tid);
 	e.data_ns = data_ns;
-	e.established_ns = T0;
+	e.established_ns = established_ns;
 	e.fd = FD;
 	e.flags = flags;
 	rt_correlator__event(c, &e.hdr, false);
+}
+
+static void arrival(uint64_t ts, uint32_t tid, uint64_t data_ns, uint32_t flags)
+{
+	arrival_est(ts, tid, data_ns, flags, T0);
 }
 
 static struct rt_correlator_stats stats(void)
@@ -292,6 +312,45 @@ static void test_continuation_read_unused(void **state)
 	assert_int_equal(stats().arrivals_unused, 1);
 }
 
+/*
+ * No ACCEPT record (a handler blocked in accept before tracing began), but
+ * the kernel side saw the handshake: the connection began while we watched,
+ * so its first read is its first, and the request's arrival stands.
+ */
+static void test_unseen_accept_handshake_seen(void **state)
+{
+	const uint64_t arr = T0 + 2 * MS, start = T0 + 9 * MS;
+
+	(void)state;
+	arrival_est(start, HANDLER, arr, 0, T0 + 1 * MS);
+	io(RT_EV_SOCK_RECV, start, HANDLER, REQ);
+	io(RT_EV_SOCK_SEND, T0 + 20 * MS, HANDLER, RESP);
+	arrival_est(T0 + 40 * MS, HANDLER, T0 + 30 * MS, 0, T0 + 1 * MS);
+	io(RT_EV_SOCK_RECV, T0 + 40 * MS, HANDLER, REQ2);
+	io(RT_EV_SOCK_SEND, T0 + 50 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 2);
+	assert_int_equal(spans[0].arrival_ns, arr);
+	assert_int_equal(spans[0].phase_ns[RT_PHASE_BACKLOG], (int64_t)(start - arr));
+	assert_int_equal(spans[1].arrival_ns, T0 + 30 * MS);
+	assert_int_equal(stats().arrivals_applied, 2);
+}
+
+/* Neither the accept nor the handshake seen: it may be mid-stream, no arrival. */
+static void test_unseen_accept_handshake_unseen(void **state)
+{
+	const uint64_t start = T0 + 9 * MS;
+
+	(void)state;
+	arrival_est(start, HANDLER, T0 + 2 * MS, 0, 0);
+	io(RT_EV_SOCK_RECV, start, HANDLER, REQ);
+	io(RT_EV_SOCK_SEND, T0 + 20 * MS, HANDLER, RESP);
+	assert_int_equal(n_spans, 1);
+	assert_int_equal(spans[0].arrival_ns, 0);
+	assert_int_equal(spans[0].phase_ns[RT_PHASE_BACKLOG], RT_NULL_NS);
+	assert_int_equal(stats().arrivals_applied, 0);
+	assert_int_equal(stats().arrivals_unused, 1);
+}
+
 /* No ARRIVAL records (an old recording): spans exactly as before, the new fields null. */
 static void test_old_recording_unchanged(void **state)
 {
@@ -376,6 +435,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_continuation_read_unused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_recording_unchanged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_marker_cannot_mark_backlog, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unseen_accept_handshake_seen, setup_no_accept,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_unseen_accept_handshake_unseen,
+						setup_no_accept, teardown),
 		cmocka_unit_test(test_json_round_trip),
 	};
 
