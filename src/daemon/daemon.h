@@ -56,6 +56,7 @@ struct rt_daemon_opts {
 	uint32_t max_spans;
 	uint32_t max_requests;
 	uint64_t idle_timeout_ns;
+	const char *metrics_listen; /* ADDR:PORT of the Prometheus listener; NULL: off */
 };
 
 struct rt_source_stats {

@@ -1,22 +1,19 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * reqtraced [--pid P]... [--port N]... [--comm NAME]... [--cgroup PATH]...
- *           [--socket PATH] [--record FILE] [-v]
+ * reqtraced [--config FILE] [--pid P]... [--port N]... [--comm NAME]...
+ *           [--cgroup PATH]... [--socket PATH] [--record FILE] [-v]
  *
- * Runs in the foreground; systemd (or the operator) manages it.
+ * Runs in the foreground; systemd (or the operator) manages it. The file is
+ * read first and the flags laid over it (config.h).
  */
 #include <errno.h>
 #include <getopt.h>
-#include <grp.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "common/dur.h"
 #include "common/log.h"
+#include "config.h"
 #include "daemon.h"
-#include "daemon/procfs.h"
 
 enum {
 	OPT_PID = 1000,
@@ -35,17 +32,33 @@ enum {
 	OPT_MAX_SPANS,
 	OPT_MAX_REQUESTS,
 	OPT_IDLE,
+	OPT_LOG_LEVEL,
+	OPT_CONFIG,
 	OPT_VERSION,
 	OPT_HELP,
 };
 
+/* The long name of the option whose getopt value is val. */
+static int option_index(const struct option *opts, int val)
+{
+	int i;
+
+	for (i = 0; opts[i].name; i++)
+		if (opts[i].val == val)
+			return i;
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: reqtraced [--pid P]... [--port N]... [--comm NAME]... [--cgroup PATH]...\n"
-		"                 [--socket PATH] [--record FILE] [-v]\n\n"
+		"usage: reqtraced [--config FILE] [--pid P]... [--port N]... [--comm NAME]...\n"
+		"                 [--cgroup PATH]... [--socket PATH] [--record FILE] [-v]\n\n"
 		"Traces the requests of the target processes and serves spans on a control "
 		"socket.\n\n"
+		"  --config FILE      read the options from FILE (configs/reqtraced.conf); the\n"
+		"                     flags given here override it, a list flag replaces the\n"
+		"                     file's list\n"
 		"  --pid P            trace process P and its descendants\n"
 		"  --port N           trace the process listening on TCP port N in any network\n"
 		"                     namespace (found again when it restarts)\n"
@@ -63,7 +76,7 @@ static void usage(FILE *f)
 		"  --inject-socket P  socket for libreqtrace_cupti.so in target processes (default "
 		"%s)\n"
 		"  --no-inject        no injection socket: CPU-side probes only\n"
-		"  --ring-size BYTES  BPF ring buffer size (default 8388608)\n"
+		"  --ring-size BYTES  BPF ring buffer size, K/M/G allowed (default 8M)\n"
 		"  --head-bytes N     payload bytes kept from the start of each transfer (default "
 		"512)\n"
 		"  --tail-bytes N     payload bytes kept from the end of each transfer (default "
@@ -72,26 +85,24 @@ static void usage(FILE *f)
 		"  --max-requests N   requests tracked in flight (default 8192)\n"
 		"  --idle-timeout DUR a request with no activity this long ends as timeout "
 		"(default 5m)\n"
-		"  -v                 debug logging (libbpf's included)\n"
+		"  --log-level L      error, warn, info (default) or debug\n"
+		"  -v                 debug logging (libbpf's included): --log-level debug\n"
 		"  --version, --help\n",
 		RT_DAEMON_SOCKET, RT_DAEMON_INJECT_SOCKET);
 }
 
-static int parse_uint(const char *name, const char *s, unsigned long min, unsigned long max,
-		      unsigned long *out)
+/* A flag's value, through the same setter as the file's key. */
+static int flag(struct rt_config *c, enum rt_cfg_key k, const char *flag_name, const char *value)
 {
-	char *end;
-	unsigned long v;
+	char why[384];
+	int err;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max || s[0] == '-') {
-		fprintf(stderr, "reqtraced: %s: '%s' is not a number in %lu..%lu\n", name, s, min,
-			max);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
+	err = rt_config_set(c, k, value, why, sizeof(why));
+	if (err == -ENOMEM)
+		snprintf(why, sizeof(why), "out of memory");
+	if (err)
+		fprintf(stderr, "reqtraced: --%s: %s\n", flag_name, why);
+	return err;
 }
 
 int main(int argc, char **argv)
@@ -113,138 +124,139 @@ int main(int argc, char **argv)
 		{ "max-spans", required_argument, NULL, OPT_MAX_SPANS },
 		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ 0 },
 	};
-	struct rt_daemon_opts o = {
-		.socket_path = RT_DAEMON_SOCKET,
-		.inject_path = RT_DAEMON_INJECT_SOCKET,
-		.socket_group = (gid_t)-1,
-	};
+	/* flags first into a layer of their own, laid over the file afterwards */
+	struct rt_config file, flags;
+	struct rt_daemon_opts o;
 	struct rt_daemon d;
-	unsigned long v;
-	char cgpath[RT_TARGET_CGROUP_LEN];
-	struct group *gr;
-	int c, err;
+	const char *config_path = NULL;
+	char err_text[1024];
+	int c, err, ret = 2;
+	enum rt_cfg_key k;
 
 	rt_log_set_ident("reqtraced");
+	rt_config_init(&file);
+	rt_config_init(&flags);
 	while ((c = getopt_long(argc, argv, "v", opts, NULL)) != -1) {
+		k = RT_CFG__N;
 		switch (c) {
+		case OPT_CONFIG:
+			if (config_path) {
+				fprintf(stderr, "reqtraced: --config given twice\n");
+				goto cleanup;
+			}
+			config_path = optarg;
+			continue;
 		case OPT_PID:
-			if (o.n_pids >= RT_DAEMON_ARGS_MAX ||
-			    parse_uint("--pid", optarg, 1, INT_MAX, &v))
-				return 2;
-			o.pids[o.n_pids++] = (pid_t)v;
+			k = RT_CFG_PIDS;
 			break;
 		case OPT_PORT:
-			if (o.n_ports >= RT_DAEMON_ARGS_MAX ||
-			    parse_uint("--port", optarg, 1, 65535, &v))
-				return 2;
-			o.ports[o.n_ports++] = (uint16_t)v;
+			k = RT_CFG_PORTS;
 			break;
 		case OPT_COMM:
-			if (o.n_comms >= RT_DAEMON_ARGS_MAX || !*optarg || strlen(optarg) > 15) {
-				fprintf(stderr, "reqtraced: --comm: 1 to 15 characters\n");
-				return 2;
-			}
-			o.comms[o.n_comms++] = optarg;
+			k = RT_CFG_COMMS;
 			break;
 		case OPT_CGROUP:
-			if (o.n_cgroups >= RT_DAEMON_ARGS_MAX ||
-			    rt_procfs_cgroup_path(optarg, cgpath, sizeof(cgpath))) {
-				fprintf(stderr,
-					"reqtraced: --cgroup: '%s' is not a cgroup path (no "
-					"'..', under %d characters)\n",
-					optarg, RT_TARGET_CGROUP_LEN);
-				return 2;
-			}
-			o.cgroups[o.n_cgroups++] = optarg;
+			k = RT_CFG_CGROUPS;
 			break;
 		case OPT_SOCKET:
-			o.socket_path = optarg;
+			k = RT_CFG_SOCKET;
 			break;
 		case OPT_SOCKET_GROUP:
-			gr = getgrnam(optarg);
-			if (!gr) {
-				fprintf(stderr, "reqtraced: --socket-group: no group '%s'\n",
-					optarg);
-				return 2;
-			}
-			o.socket_group = gr->gr_gid;
+			k = RT_CFG_SOCKET_GROUP;
 			break;
 		case OPT_RECORD:
-			o.record_path = optarg;
+			k = RT_CFG_RECORD;
 			break;
 		case OPT_CAPTURE_BODIES:
-			o.capture_bodies = true;
-			break;
+			if (flag(&flags, RT_CFG_CAPTURE_BODIES, "capture-bodies", "true"))
+				goto cleanup;
+			continue;
 		case OPT_INJECT:
-			o.inject_path = optarg;
+			/* the last of --inject-socket and --no-inject wins */
+			if (flag(&flags, RT_CFG_INJECT, "inject-socket", "true"))
+				goto cleanup;
+			k = RT_CFG_INJECT_SOCKET;
 			break;
 		case OPT_NO_INJECT:
-			o.inject_path = NULL;
-			break;
+			if (flag(&flags, RT_CFG_INJECT, "no-inject", "false"))
+				goto cleanup;
+			continue;
 		case OPT_RING:
-			if (parse_uint("--ring-size", optarg, 4096, 1UL << 30, &v))
-				return 2;
-			o.ring_bytes = (uint32_t)v;
+			k = RT_CFG_RING_SIZE;
 			break;
 		case OPT_HEAD:
-			if (parse_uint("--head-bytes", optarg, 0, RT_SOCK_HEAD_MAX, &v))
-				return 2;
-			o.head_bytes = (uint16_t)v;
+			k = RT_CFG_HEAD_BYTES;
 			break;
 		case OPT_TAIL:
-			if (parse_uint("--tail-bytes", optarg, 0, RT_SOCK_TAIL_MAX, &v))
-				return 2;
-			o.tail_bytes = (uint16_t)v;
+			k = RT_CFG_TAIL_BYTES;
 			break;
 		case OPT_MAX_SPANS:
-			if (parse_uint("--max-spans", optarg, 1, 10000000, &v))
-				return 2;
-			o.max_spans = (uint32_t)v;
+			k = RT_CFG_MAX_SPANS;
 			break;
 		case OPT_MAX_REQUESTS:
-			if (parse_uint("--max-requests", optarg, 1, 10000000, &v))
-				return 2;
-			o.max_requests = (uint32_t)v;
+			k = RT_CFG_MAX_REQUESTS;
 			break;
 		case OPT_IDLE:
-			if (rt_dur_parse(optarg, &o.idle_timeout_ns) || !o.idle_timeout_ns) {
-				fprintf(stderr,
-					"reqtraced: --idle-timeout: a duration such as 5m\n");
-				return 2;
-			}
+			k = RT_CFG_IDLE_TIMEOUT;
+			break;
+		case OPT_LOG_LEVEL:
+			k = RT_CFG_LOG_LEVEL;
 			break;
 		case 'v':
-			o.verbose = true;
-			rt_log_set_level(RT_LOG_DEBUG);
-			break;
+			if (flag(&flags, RT_CFG_LOG_LEVEL, "verbose", "debug"))
+				goto cleanup;
+			continue;
 		case OPT_VERSION:
 			printf("reqtraced %s\n", RT_VERSION);
-			return 0;
+			ret = 0;
+			goto cleanup;
 		case OPT_HELP:
 			usage(stdout);
-			return 0;
+			ret = 0;
+			goto cleanup;
 		default:
 			usage(stderr);
-			return 2;
+			goto cleanup;
 		}
+		if (flag(&flags, k, opts[option_index(opts, c)].name, optarg))
+			goto cleanup;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "reqtraced: unexpected argument '%s'\n", argv[optind]);
-		return 2;
+		goto cleanup;
 	}
+	/* all of this before anything that needs privileges: a bad file never
+	 * half-starts the daemon */
+	if (config_path && rt_config_load(&file, config_path, err_text, sizeof(err_text))) {
+		fprintf(stderr, "reqtraced: %s\n", err_text);
+		goto cleanup;
+	}
+	if (rt_config_merge(&file, &flags)) {
+		fprintf(stderr, "reqtraced: out of memory\n");
+		goto cleanup;
+	}
+	rt_config_opts(&file, &o);
+	rt_log_set_level(file.log_level);
 	if (!o.n_pids && !o.n_ports && !o.n_comms && !o.n_cgroups)
 		wlog("no target given (--pid, --port, --comm, --cgroup): nothing will be traced");
 
+	ret = 1;
 	err = rt_daemon__init(&d, uv_default_loop(), &o);
 	if (err)
-		return 1;
+		goto cleanup;
 	rt_daemon__run(&d);
 	rt_daemon__fini(&d);
 	uv_loop_close(uv_default_loop());
-	return 0;
+	ret = 0;
+cleanup:
+	rt_config_fini(&flags);
+	rt_config_fini(&file);
+	return ret;
 }

@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+#include "common/dur.h"
+#include "daemon/procfs.h"
+
+/* A file larger than this is no config file: refuse rather than read it all. */
+#define CONFIG_MAX_BYTES (1 << 20)
+
+struct rt_cfg_str {
+	struct rt_cfg_str *next;
+	char s[];
+};
+
+static const struct {
+	const char *name;
+	const char *section;
+} keys[RT_CFG__N] = {
+	[RT_CFG_PIDS] = { "pids", "targets" },
+	[RT_CFG_PORTS] = { "ports", "targets" },
+	[RT_CFG_COMMS] = { "comms", "targets" },
+	[RT_CFG_CGROUPS] = { "cgroups", "targets" },
+	[RT_CFG_SOCKET] = { "socket", "daemon" },
+	[RT_CFG_SOCKET_GROUP] = { "socket_group", "daemon" },
+	[RT_CFG_RECORD] = { "record", "daemon" },
+	[RT_CFG_CAPTURE_BODIES] = { "capture_bodies", "daemon" },
+	[RT_CFG_INJECT] = { "inject", "daemon" },
+	[RT_CFG_INJECT_SOCKET] = { "inject_socket", "daemon" },
+	[RT_CFG_LOG_LEVEL] = { "log_level", "daemon" },
+	[RT_CFG_RING_SIZE] = { "ring_size", "limits" },
+	[RT_CFG_HEAD_BYTES] = { "head_bytes", "limits" },
+	[RT_CFG_TAIL_BYTES] = { "tail_bytes", "limits" },
+	[RT_CFG_MAX_SPANS] = { "max_spans", "limits" },
+	[RT_CFG_MAX_REQUESTS] = { "max_requests", "limits" },
+	[RT_CFG_IDLE_TIMEOUT] = { "idle_timeout", "limits" },
+	[RT_CFG_METRICS_LISTEN] = { "metrics_listen", "exporters" },
+};
+
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+void rt_config_init(struct rt_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->o.socket_path = RT_DAEMON_SOCKET;
+	c->o.inject_path = RT_DAEMON_INJECT_SOCKET;
+	c->o.socket_group = (gid_t)-1;
+	c->inject = true;
+	c->log_level = RT_LOG_INFO;
+}
+
+void rt_config_fini(struct rt_config *c)
+{
+	struct rt_cfg_str *s, *next;
+
+	for (s = c->strs; s; s = next) {
+		next = s->next;
+		free(s);
+	}
+	c->strs = NULL;
+}
+
+int rt_config_key(const char *name)
+{
+	int i;
+
+	for (i = 0; i < RT_CFG__N; i++)
+		if (!strcmp(keys[i].name, name))
+			return i;
+	return -ENOENT;
+}
+
+const char *rt_config_key_name(enum rt_cfg_key k)
+{
+	return k < RT_CFG__N ? keys[k].name : "?";
+}
+
+const char *rt_config_key_section(enum rt_cfg_key k)
+{
+	return k < RT_CFG__N ? keys[k].section : "?";
+}
+
+static const char *keep(struct rt_config *c, const char *s, size_t n)
+{
+	struct rt_cfg_str *e = malloc(sizeof(*e) + n + 1);
+
+	if (!e)
+		return NULL;
+	memcpy(e->s, s, n);
+	e->s[n] = '\0';
+	e->next = c->strs;
+	c->strs = e;
+	return e->s;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* ---- value parsers: the one place each kind of value is read ---- */
+
+static int parse_count(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "8388608", "8192K", "8M", "1G": binary multiples, as ring sizes are. */
+static int parse_size(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	unsigned long long v, mul = 1;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'K':
+	case 'k':
+		mul = 1ULL << 10;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		mul = 1ULL << 20;
+		end++;
+		break;
+	case 'G':
+	case 'g':
+		mul = 1ULL << 30;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end || v > ULONG_MAX / mul || v * mul < min || v * mul > max)
+		return -EINVAL;
+	*out = (unsigned long)(v * mul);
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/*
+ * HOST:PORT with an IPv4 address, a host name or a bracketed IPv6 address
+ * ("[::1]:9464"); the port 1..65535. The listener resolves a name.
+ */
+static int parse_addr_port(const char *s, const char **why)
+{
+	char host[256], buf[sizeof(struct in6_addr)];
+	const char *colon, *p;
+	unsigned long port;
+	size_t n;
+
+	if (s[0] == '[') {
+		p = strchr(s, ']');
+		if (!p || p[1] != ':') {
+			*why = "want [IPV6]:PORT";
+			return -EINVAL;
+		}
+		n = (size_t)(p - s - 1);
+		if (n >= sizeof(host)) {
+			*why = "address too long";
+			return -EINVAL;
+		}
+		memcpy(host, s + 1, n);
+		host[n] = '\0';
+		if (inet_pton(AF_INET6, host, buf) != 1) {
+			*why = "not an IPv6 address in the brackets";
+			return -EINVAL;
+		}
+		colon = p + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon) {
+			*why = "no port: want HOST:PORT";
+			return -EINVAL;
+		}
+		n = (size_t)(colon - s);
+		if (!n || n >= sizeof(host)) {
+			*why = n ? "host too long" : "no host: want HOST:PORT";
+			return -EINVAL;
+		}
+		memcpy(host, s, n);
+		host[n] = '\0';
+		for (p = host; *p; p++) {
+			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-') {
+				*why = strchr(host, ':') ? "put an IPv6 address in brackets" :
+							   "not a host name or IPv4 address";
+				return -EINVAL;
+			}
+		}
+	}
+	if (parse_count(colon + 1, 1, 65535, &port)) {
+		*why = "port not in 1..65535";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Items of a list value: separated by commas, and by blanks too unless
+ * the items may hold blanks themselves (command names, cgroup paths). */
+static int set_list(struct rt_config *c, enum rt_cfg_key k, const char *value, char *why,
+		    size_t len)
+{
+	const char *seps = (k == RT_CFG_PIDS || k == RT_CFG_PORTS) ? ", \t" : ",";
+	const char *p = value, *q, *item;
+	char cgpath[RT_TARGET_CGROUP_LEN], tmp[32];
+	unsigned long v;
+	size_t n;
+	int items = 0;
+
+	for (;;) {
+		while (*p && (strchr(seps, *p) || *p == ' ' || *p == '\t'))
+			p++;
+		if (!*p)
+			break;
+		for (q = p; *q && !strchr(seps, *q); q++)
+			;
+		n = (size_t)(q - p);
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		items++;
+		switch (k) {
+		case RT_CFG_PIDS:
+		case RT_CFG_PORTS:
+			if (n >= sizeof(tmp))
+				n = sizeof(tmp) - 1;
+			memcpy(tmp, p, n);
+			tmp[n] = '\0';
+			if (k == RT_CFG_PIDS) {
+				if (parse_count(tmp, 1, INT_MAX, &v))
+					return fail(why, len, "bad pid '%s' (want 1..%d)", tmp,
+						    INT_MAX);
+				if (c->o.n_pids >= RT_DAEMON_ARGS_MAX)
+					goto full;
+				c->o.pids[c->o.n_pids++] = (pid_t)v;
+			} else {
+				if (parse_count(tmp, 1, 65535, &v))
+					return fail(why, len, "bad port '%s' (want 1..65535)", tmp);
+				if (c->o.n_ports >= RT_DAEMON_ARGS_MAX)
+					goto full;
+				c->o.ports[c->o.n_ports++] = (uint16_t)v;
+			}
+			break;
+		case RT_CFG_COMMS:
+			if (n > 15)
+				return fail(why, len,
+					    "bad command name '%.*s' (want 1 to 15 characters)",
+					    (int)n, p);
+			if (c->o.n_comms >= RT_DAEMON_ARGS_MAX)
+				goto full;
+			if (!(item = keep(c, p, n)))
+				return -ENOMEM;
+			c->o.comms[c->o.n_comms++] = item;
+			break;
+		case RT_CFG_CGROUPS:
+			if (!(item = keep(c, p, n)))
+				return -ENOMEM;
+			if (rt_procfs_cgroup_path(item, cgpath, sizeof(cgpath)))
+				return fail(why, len,
+					    "bad cgroup '%s' (want a cgroup path without '..', "
+					    "under %d characters)",
+					    item, RT_TARGET_CGROUP_LEN);
+			if (c->o.n_cgroups >= RT_DAEMON_ARGS_MAX)
+				goto full;
+			c->o.cgroups[c->o.n_cgroups++] = item;
+			break;
+		default:
+			return -EINVAL;
+		}
+		p = q;
+	}
+	if (!items)
+		return fail(why, len, "empty list");
+	return 0;
+full:
+	snprintf(why, len, "more than %d items", RT_DAEMON_ARGS_MAX);
+	return -E2BIG;
+}
+
+int rt_config_set(struct rt_config *c, enum rt_cfg_key k, const char *value, char *why, size_t len)
+{
+	const char *s, *reason;
+	struct group *gr;
+	unsigned long v;
+	uint64_t ns;
+	size_t i;
+	int err;
+
+	if (k >= RT_CFG__N)
+		return fail(why, len, "unknown key");
+	switch (k) {
+	case RT_CFG_PIDS:
+	case RT_CFG_PORTS:
+	case RT_CFG_COMMS:
+	case RT_CFG_CGROUPS:
+		err = set_list(c, k, value, why, len);
+		if (err)
+			return err;
+		break;
+	case RT_CFG_SOCKET:
+	case RT_CFG_INJECT_SOCKET:
+		if (!*value)
+			return fail(why, len, "empty path");
+		if (!(s = keep(c, value, strlen(value))))
+			return -ENOMEM;
+		if (k == RT_CFG_SOCKET)
+			c->o.socket_path = s;
+		else
+			c->o.inject_path = s;
+		break;
+	case RT_CFG_RECORD:
+		/* empty: no recording, so a file can say so explicitly */
+		s = NULL;
+		if (*value && !(s = keep(c, value, strlen(value))))
+			return -ENOMEM;
+		c->o.record_path = s;
+		break;
+	case RT_CFG_SOCKET_GROUP:
+		if (!*value) {
+			c->o.socket_group = (gid_t)-1;
+			break;
+		}
+		gr = getgrnam(value);
+		if (!gr)
+			return fail(why, len, "no group '%s'", value);
+		c->o.socket_group = gr->gr_gid;
+		break;
+	case RT_CFG_CAPTURE_BODIES:
+	case RT_CFG_INJECT:
+		if (parse_bool(value, k == RT_CFG_INJECT ? &c->inject : &c->o.capture_bodies))
+			return fail(why, len, "bad boolean '%s' (want true or false)", value);
+		break;
+	case RT_CFG_LOG_LEVEL:
+		for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
+			if (!strcasecmp(value, level_names[i]))
+				break;
+		if (i == sizeof(level_names) / sizeof(level_names[0]))
+			return fail(why, len,
+				    "bad log level '%s' (want error, warn, info or debug)", value);
+		c->log_level = (enum rt_log_level)i;
+		break;
+	case RT_CFG_RING_SIZE:
+		if (parse_size(value, 4096, 1UL << 30, &v))
+			return fail(why, len,
+				    "bad size '%s' (want a number with optional K/M/G, 4096 to "
+				    "1G)",
+				    value);
+		c->o.ring_bytes = (uint32_t)v;
+		break;
+	case RT_CFG_HEAD_BYTES:
+	case RT_CFG_TAIL_BYTES:
+		if (parse_size(value, 0,
+			       k == RT_CFG_HEAD_BYTES ? RT_SOCK_HEAD_MAX : RT_SOCK_TAIL_MAX, &v))
+			return fail(why, len,
+				    "bad size '%s' (want a number with optional K/M/G, 0 to %d)",
+				    value,
+				    k == RT_CFG_HEAD_BYTES ? RT_SOCK_HEAD_MAX : RT_SOCK_TAIL_MAX);
+		if (k == RT_CFG_HEAD_BYTES)
+			c->o.head_bytes = (uint16_t)v;
+		else
+			c->o.tail_bytes = (uint16_t)v;
+		break;
+	case RT_CFG_MAX_SPANS:
+	case RT_CFG_MAX_REQUESTS:
+		if (parse_count(value, 1, 10000000, &v))
+			return fail(why, len, "bad number '%s' (want 1 to 10000000)", value);
+		if (k == RT_CFG_MAX_SPANS)
+			c->o.max_spans = (uint32_t)v;
+		else
+			c->o.max_requests = (uint32_t)v;
+		break;
+	case RT_CFG_IDLE_TIMEOUT:
+		if (rt_dur_parse(value, &ns) || !ns)
+			return fail(why, len,
+				    "bad duration '%s' (want a number with a unit: ns, us, ms, s, "
+				    "m, h)",
+				    value);
+		c->o.idle_timeout_ns = ns;
+		break;
+	case RT_CFG_METRICS_LISTEN:
+		/* empty or off: no listener (the default) */
+		if (!*value || !strcasecmp(value, "off")) {
+			c->o.metrics_listen = NULL;
+			break;
+		}
+		if (parse_addr_port(value, &reason))
+			return fail(why, len, "bad address '%s' (%s)", value, reason);
+		if (!(s = keep(c, value, strlen(value))))
+			return -ENOMEM;
+		c->o.metrics_listen = s;
+		break;
+	default:
+		return fail(why, len, "unknown key");
+	}
+	c->set |= 1u << k;
+	return 0;
+}
+
+/* ---- the file ---- */
+
+struct parse_ctx {
+	struct rt_config *c;
+	const char *name;
+	const char *text; /* the whole file, for quoting a line */
+	const char *p; /* the reader's position */
+	int line; /* the reader's line: the line inih works on */
+	int long_line; /* the first line over inih's limit */
+	int max_line; /* that limit, in characters */
+	int err_line; /* the first error the handler found */
+	char err[512];
+};
+
+/* inih reads through this so that the handler knows its line (Debian's
+ * inih is built without INI_HANDLER_LINENO) and an over-long line is an
+ * error instead of two lines. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct parse_ctx *x = stream;
+	const char *nl;
+	size_t n;
+
+	if (!*x->p)
+		return NULL;
+	nl = strchr(x->p, '\n');
+	n = nl ? (size_t)(nl - x->p) + 1 : strlen(x->p);
+	x->line++;
+	if (n > (size_t)num - 1) {
+		if (!x->long_line)
+			x->long_line = x->line;
+		x->max_line = num - 2;
+		memcpy(str, x->p, (size_t)num - 2);
+		str[num - 2] = '\n';
+		str[num - 1] = '\0';
+	} else {
+		memcpy(str, x->p, n);
+		str[n] = '\0';
+	}
+	x->p += n;
+	return str;
+}
+
+/* Line n of the text (1-based), without its newline, into buf. */
+static void line_text(const char *text, int n, char *buf, size_t len)
+{
+	const char *p = text, *nl;
+	size_t l;
+
+	while (--n > 0 && (nl = strchr(p, '\n')))
+		p = nl + 1;
+	nl = strchr(p, '\n');
+	l = nl ? (size_t)(nl - p) : strlen(p);
+	while (l && (p[l - 1] == '\r' || p[l - 1] == ' ' || p[l - 1] == '\t'))
+		l--;
+	while (l && (*p == ' ' || *p == '\t')) {
+		p++;
+		l--;
+	}
+	if (l >= len)
+		l = len - 1;
+	memcpy(buf, p, l);
+	buf[l] = '\0';
+}
+
+static bool line_indented(const char *text, int n)
+{
+	const char *p = text, *nl;
+
+	while (--n > 0 && (nl = strchr(p, '\n')))
+		p = nl + 1;
+	return *p == ' ' || *p == '\t';
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_ctx *x = user;
+	char why[384];
+	int k, err;
+
+	if (x->err_line)
+		return 0; /* keep the first error */
+	k = rt_config_key(name);
+	if (k < 0) {
+		snprintf(why, sizeof(why), "unknown key");
+		goto bad;
+	}
+	if (strcmp(section, keys[k].section)) {
+		if (*section)
+			snprintf(why, sizeof(why), "belongs in [%s], not [%s]", keys[k].section,
+				 section);
+		else
+			snprintf(why, sizeof(why), "belongs in section [%s]", keys[k].section);
+		goto bad;
+	}
+	if (x->c->line[k]) {
+		snprintf(why, sizeof(why), "given twice (first on line %d)%s", x->c->line[k],
+			 line_indented(x->text, x->line) ?
+				 "; an indented line continues the key above it" :
+				 "");
+		goto bad;
+	}
+	err = rt_config_set(x->c, (enum rt_cfg_key)k, value, why, sizeof(why));
+	if (err == -ENOMEM)
+		snprintf(why, sizeof(why), "out of memory");
+	if (err)
+		goto bad;
+	x->c->line[k] = x->line;
+	return 1;
+bad:
+	x->err_line = x->line;
+	snprintf(x->err, sizeof(x->err), "key '%s': %s", name, why);
+	return 0;
+}
+
+int rt_config_parse_string(struct rt_config *c, const char *name, const char *text, char *err,
+			   size_t err_len)
+{
+	struct parse_ctx x = { .c = c, .name = name, .text = text, .p = text };
+	char t[96];
+	int r, line;
+
+	r = ini_parse_stream(reader, &x, handler, &x);
+	if (r < 0) {
+		snprintf(err, err_len, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	if (!r && !x.long_line)
+		return 0;
+	/* the first problem in file order */
+	line = r;
+	if (x.long_line && (!line || x.long_line <= line)) {
+		snprintf(err, err_len, "%s:%d: line longer than %d characters", name, x.long_line,
+			 x.max_line);
+		return -EINVAL;
+	}
+	if (x.err_line == line) {
+		snprintf(err, err_len, "%s:%d: %s", name, line, x.err);
+		return -EINVAL;
+	}
+	line_text(text, line, t, sizeof(t));
+	if (t[0] == '[')
+		snprintf(err, err_len, "%s:%d: '%s': section header without ']'", name, line, t);
+	else
+		snprintf(err, err_len, "%s:%d: '%s': not 'key = value' or '[section]'", name, line,
+			 t);
+	return -EINVAL;
+}
+
+int rt_config_load(struct rt_config *c, const char *path, char *err, size_t err_len)
+{
+	FILE *f;
+	char *buf = NULL;
+	size_t n;
+	int ret;
+
+	f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		snprintf(err, err_len, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	buf = malloc(CONFIG_MAX_BYTES + 1);
+	if (!buf) {
+		ret = -ENOMEM;
+		snprintf(err, err_len, "%s: out of memory", path);
+		goto cleanup;
+	}
+	n = fread(buf, 1, CONFIG_MAX_BYTES + 1, f);
+	if (ferror(f)) {
+		ret = -EIO;
+		snprintf(err, err_len, "%s: read error", path);
+		goto cleanup;
+	}
+	if (n > CONFIG_MAX_BYTES) {
+		ret = -EFBIG;
+		snprintf(err, err_len, "%s: larger than %d bytes", path, CONFIG_MAX_BYTES);
+		goto cleanup;
+	}
+	if (memchr(buf, '\0', n)) {
+		ret = -EINVAL;
+		snprintf(err, err_len, "%s: a NUL byte: not a text file", path);
+		goto cleanup;
+	}
+	buf[n] = '\0';
+	ret = rt_config_parse_string(c, path, buf, err, err_len);
+cleanup:
+	free(buf);
+	fclose(f);
+	return ret;
+}
+
+static const char *copy(struct rt_config *c, const char *s, int *err)
+{
+	const char *r;
+
+	if (!s)
+		return NULL;
+	r = keep(c, s, strlen(s));
+	if (!r)
+		*err = -ENOMEM;
+	return r;
+}
+
+int rt_config_merge(struct rt_config *b, const struct rt_config *o)
+{
+	int i, err = 0;
+
+#define OVER(key) (o->set & (1u << (key)))
+	if (OVER(RT_CFG_PIDS)) {
+		memcpy(b->o.pids, o->o.pids, sizeof(b->o.pids));
+		b->o.n_pids = o->o.n_pids;
+	}
+	if (OVER(RT_CFG_PORTS)) {
+		memcpy(b->o.ports, o->o.ports, sizeof(b->o.ports));
+		b->o.n_ports = o->o.n_ports;
+	}
+	if (OVER(RT_CFG_COMMS)) {
+		for (i = 0; i < o->o.n_comms; i++)
+			b->o.comms[i] = copy(b, o->o.comms[i], &err);
+		b->o.n_comms = o->o.n_comms;
+	}
+	if (OVER(RT_CFG_CGROUPS)) {
+		for (i = 0; i < o->o.n_cgroups; i++)
+			b->o.cgroups[i] = copy(b, o->o.cgroups[i], &err);
+		b->o.n_cgroups = o->o.n_cgroups;
+	}
+	if (OVER(RT_CFG_SOCKET))
+		b->o.socket_path = copy(b, o->o.socket_path, &err);
+	if (OVER(RT_CFG_SOCKET_GROUP))
+		b->o.socket_group = o->o.socket_group;
+	if (OVER(RT_CFG_RECORD))
+		b->o.record_path = copy(b, o->o.record_path, &err);
+	if (OVER(RT_CFG_CAPTURE_BODIES))
+		b->o.capture_bodies = o->o.capture_bodies;
+	if (OVER(RT_CFG_INJECT))
+		b->inject = o->inject;
+	if (OVER(RT_CFG_INJECT_SOCKET))
+		b->o.inject_path = copy(b, o->o.inject_path, &err);
+	if (OVER(RT_CFG_LOG_LEVEL))
+		b->log_level = o->log_level;
+	if (OVER(RT_CFG_RING_SIZE))
+		b->o.ring_bytes = o->o.ring_bytes;
+	if (OVER(RT_CFG_HEAD_BYTES))
+		b->o.head_bytes = o->o.head_bytes;
+	if (OVER(RT_CFG_TAIL_BYTES))
+		b->o.tail_bytes = o->o.tail_bytes;
+	if (OVER(RT_CFG_MAX_SPANS))
+		b->o.max_spans = o->o.max_spans;
+	if (OVER(RT_CFG_MAX_REQUESTS))
+		b->o.max_requests = o->o.max_requests;
+	if (OVER(RT_CFG_IDLE_TIMEOUT))
+		b->o.idle_timeout_ns = o->o.idle_timeout_ns;
+	if (OVER(RT_CFG_METRICS_LISTEN))
+		b->o.metrics_listen = copy(b, o->o.metrics_listen, &err);
+#undef OVER
+	b->set |= o->set;
+	return err;
+}
+
+void rt_config_opts(const struct rt_config *c, struct rt_daemon_opts *out)
+{
+	*out = c->o;
+	if (!c->inject)
+		out->inject_path = NULL;
+	out->verbose = c->log_level >= RT_LOG_DEBUG;
+}
