@@ -706,6 +706,58 @@ int rt_config_merge(struct rt_config *b, const struct rt_config *o)
 	return err;
 }
 
+static bool str_differ(const char *a, const char *b)
+{
+	return (!a || !b) ? a != b : strcmp(a, b) != 0;
+}
+
+static bool strs_differ(const char *const *a, int na, const char *const *b, int nb)
+{
+	int i;
+
+	if (na != nb)
+		return true;
+	for (i = 0; i < na; i++)
+		if (str_differ(a[i], b[i]))
+			return true;
+	return false;
+}
+
+uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
+{
+	const struct rt_daemon_opts *x = &a->o, *y = &b->o;
+	uint32_t d = 0;
+
+#define DIFF(key, cond)                                                                            \
+	do {                                                                                       \
+		if (cond)                                                                          \
+			d |= 1u << (key);                                                          \
+	} while (0)
+	DIFF(RT_CFG_PIDS, x->n_pids != y->n_pids ||
+				  memcmp(x->pids, y->pids, sizeof(x->pids[0]) * (size_t)x->n_pids));
+	DIFF(RT_CFG_PORTS,
+	     x->n_ports != y->n_ports ||
+		     memcmp(x->ports, y->ports, sizeof(x->ports[0]) * (size_t)x->n_ports));
+	DIFF(RT_CFG_COMMS, strs_differ(x->comms, x->n_comms, y->comms, y->n_comms));
+	DIFF(RT_CFG_CGROUPS, strs_differ(x->cgroups, x->n_cgroups, y->cgroups, y->n_cgroups));
+	DIFF(RT_CFG_SOCKET, str_differ(x->socket_path, y->socket_path));
+	DIFF(RT_CFG_SOCKET_GROUP, x->socket_group != y->socket_group);
+	DIFF(RT_CFG_RECORD, str_differ(x->record_path, y->record_path));
+	DIFF(RT_CFG_CAPTURE_BODIES, x->capture_bodies != y->capture_bodies);
+	DIFF(RT_CFG_INJECT, a->inject != b->inject);
+	DIFF(RT_CFG_INJECT_SOCKET, str_differ(x->inject_path, y->inject_path));
+	DIFF(RT_CFG_LOG_LEVEL, a->log_level != b->log_level);
+	DIFF(RT_CFG_RING_SIZE, x->ring_bytes != y->ring_bytes);
+	DIFF(RT_CFG_HEAD_BYTES, x->head_bytes != y->head_bytes);
+	DIFF(RT_CFG_TAIL_BYTES, x->tail_bytes != y->tail_bytes);
+	DIFF(RT_CFG_MAX_SPANS, x->max_spans != y->max_spans);
+	DIFF(RT_CFG_MAX_REQUESTS, x->max_requests != y->max_requests);
+	DIFF(RT_CFG_IDLE_TIMEOUT, x->idle_timeout_ns != y->idle_timeout_ns);
+	DIFF(RT_CFG_METRICS_LISTEN, str_differ(x->metrics_listen, y->metrics_listen));
+#undef DIFF
+	return d;
+}
+
 void rt_config_opts(const struct rt_config *c, struct rt_daemon_opts *out)
 {
 	*out = c->o;

@@ -87,6 +87,12 @@ int rt_config_load(struct rt_config *c, const char *path, char *err, size_t err_
  */
 int rt_config_merge(struct rt_config *base, const struct rt_config *over);
 
+/*
+ * The keys whose values differ between a and b (1u << enum rt_cfg_key),
+ * for a reload: lists compare item by item, in order.
+ */
+uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b);
+
 /* The daemon's options from c (valid as long as c is). */
 void rt_config_opts(const struct rt_config *c, struct rt_daemon_opts *out);
 

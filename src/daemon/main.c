@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,6 +106,52 @@ static int flag(struct rt_config *c, enum rt_cfg_key k, const char *flag_name, c
 	return err;
 }
 
+/* SIGHUP: what a reload may change without re-attaching. */
+struct reload {
+	uv_signal_t sig;
+	const char *path; /* --config; NULL: nothing to reload */
+	const struct rt_config *flags;
+	struct rt_config *running; /* the file and flags the daemon started with */
+};
+
+static void on_hup(uv_signal_t *h, int sig)
+{
+	struct reload *r = h->data;
+	struct rt_config next;
+	char err[1024];
+	uint32_t changed;
+	int k;
+
+	(void)sig;
+	if (!r->path) {
+		wlog("SIGHUP: started without --config: nothing to reload");
+		return;
+	}
+	rt_config_init(&next);
+	if (rt_config_load(&next, r->path, err, sizeof(err))) {
+		elog("SIGHUP: %s; the running configuration stays", err);
+		goto cleanup;
+	}
+	if (rt_config_merge(&next, r->flags)) {
+		elog("SIGHUP: out of memory; the running configuration stays");
+		goto cleanup;
+	}
+	changed = rt_config_diff(r->running, &next);
+	if (!changed)
+		ilog("SIGHUP: %s reloaded: nothing changed", r->path);
+	if (changed & (1u << RT_CFG_LOG_LEVEL)) {
+		r->running->log_level = next.log_level;
+		rt_log_set_level(next.log_level);
+		ilog("SIGHUP: log_level changed (libbpf's debug output keeps the level at start)");
+	}
+	for (k = 0; k < RT_CFG__N; k++)
+		if (k != RT_CFG_LOG_LEVEL && (changed & (1u << k)))
+			wlog("SIGHUP: cannot change %s without a restart",
+			     rt_config_key_name((enum rt_cfg_key)k));
+cleanup:
+	rt_config_fini(&next);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -135,6 +182,7 @@ int main(int argc, char **argv)
 	struct rt_config file, flags;
 	struct rt_daemon_opts o;
 	struct rt_daemon d;
+	struct reload reload = { .flags = &flags, .running = &file };
 	const char *config_path = NULL;
 	char err_text[1024];
 	int c, err, ret = 2;
@@ -251,6 +299,11 @@ int main(int argc, char **argv)
 	err = rt_daemon__init(&d, uv_default_loop(), &o);
 	if (err)
 		goto cleanup;
+	/* rt_daemon__fini closes every handle of the loop, this one included */
+	reload.path = config_path;
+	uv_signal_init(uv_default_loop(), &reload.sig);
+	reload.sig.data = &reload;
+	uv_signal_start(&reload.sig, on_hup, SIGHUP);
 	rt_daemon__run(&d);
 	rt_daemon__fini(&d);
 	uv_loop_close(uv_default_loop());

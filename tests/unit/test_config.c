@@ -313,6 +313,40 @@ static void test_flag_values(void **state)
 	rt_config_fini(&c);
 }
 
+/* A reload compares the new file and flags with the running ones. */
+static void test_diff(void **state)
+{
+	struct rt_config a, b;
+	char err[512];
+
+	(void)state;
+	rt_config_init(&a);
+	rt_config_init(&b);
+	assert_int_equal(rt_config_parse_string(&a, "a.conf", good, err, sizeof(err)), 0);
+	assert_int_equal(rt_config_parse_string(&b, "b.conf", good, err, sizeof(err)), 0);
+	assert_int_equal(rt_config_diff(&a, &b), 0); /* same values, other copies */
+	rt_config_fini(&b);
+	rt_config_init(&b);
+	assert_int_equal(rt_config_parse_string(
+				 &b, "b.conf",
+				 "[targets]\npids = 101 202 303\nports = 8000, 9000\n"
+				 "comms = vllm, python3 y\ncgroups = system.slice/vllm.service\n"
+				 "[daemon]\nsocket = /run/rt/ctl.sock\nsocket_group = root\n"
+				 "record = /var/lib/reqtrace/all.rtrace\ncapture_bodies = 1\n"
+				 "inject = off\ninject_socket = /run/rt/inject.sock\n"
+				 "log_level = warn\n[limits]\nring_size = 16384K\n"
+				 "head_bytes = 1024\ntail_bytes = 2K\nmax_spans = 501\n"
+				 "max_requests = 600\nidle_timeout = 1.5m\n[exporters]\n"
+				 "metrics_listen = 127.0.0.1:9464\n",
+				 err, sizeof(err)),
+			 0);
+	/* equal values written otherwise are no change */
+	assert_int_equal(rt_config_diff(&a, &b), (1u << RT_CFG_COMMS) | (1u << RT_CFG_LOG_LEVEL) |
+							 (1u << RT_CFG_MAX_SPANS));
+	rt_config_fini(&b);
+	rt_config_fini(&a);
+}
+
 static void test_list_bound(void **state)
 {
 	struct rt_config c;
@@ -336,7 +370,8 @@ int main(void)
 		cmocka_unit_test(test_good_file),   cmocka_unit_test(test_example_is_defaults),
 		cmocka_unit_test(test_bad_files),   cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_load_errors), cmocka_unit_test(test_flags_override_file),
-		cmocka_unit_test(test_flag_values), cmocka_unit_test(test_list_bound),
+		cmocka_unit_test(test_flag_values), cmocka_unit_test(test_diff),
+		cmocka_unit_test(test_list_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
