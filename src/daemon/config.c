@@ -273,7 +273,8 @@ static int set_list(struct rt_config *c, enum rt_cfg_key k, const char *value, c
 		case RT_CFG_PIDS:
 		case RT_CFG_PORTS:
 			if (n >= sizeof(tmp))
-				n = sizeof(tmp) - 1;
+				return fail(why, len, "bad %s '%.*s...' (too long)",
+					    k == RT_CFG_PIDS ? "pid" : "port", 16, p);
 			memcpy(tmp, p, n);
 			tmp[n] = '\0';
 			if (k == RT_CFG_PIDS) {

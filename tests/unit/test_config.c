@@ -310,6 +310,10 @@ static void test_flag_values(void **state)
 	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, "off", why, sizeof(why)), 0);
 	assert_null(c.o.metrics_listen);
 	assert_int_equal(rt_config_set(&c, RT_CFG_PIDS, "0", why, sizeof(why)), -EINVAL);
+	/* not cut to fit a buffer and then taken */
+	assert_int_equal(rt_config_set(&c, RT_CFG_PIDS, "000000000000000000000000000000000001", why,
+				       sizeof(why)),
+			 -EINVAL);
 	rt_config_fini(&c);
 }
 
