@@ -140,9 +140,10 @@ static void on_hup(uv_signal_t *h, int sig)
 	if (!changed)
 		ilog("SIGHUP: %s reloaded: nothing changed", r->path);
 	if (changed & (1u << RT_CFG_LOG_LEVEL)) {
+		/* said at the old level: a quieter new one would swallow it */
+		ilog("SIGHUP: log_level changed (libbpf's debug output keeps the level at start)");
 		r->running->log_level = next.log_level;
 		rt_log_set_level(next.log_level);
-		ilog("SIGHUP: log_level changed (libbpf's debug output keeps the level at start)");
 	}
 	for (k = 0; k < RT_CFG__N; k++)
 		if (k != RT_CFG_LOG_LEVEL && (changed & (1u << k)))
