@@ -35,6 +35,7 @@ enum {
 	OPT_MAX_SPANS,
 	OPT_MAX_REQUESTS,
 	OPT_IDLE,
+	OPT_METRICS,
 	OPT_VERSION,
 	OPT_HELP,
 };
@@ -72,6 +73,8 @@ static void usage(FILE *f)
 		"  --max-requests N   requests tracked in flight (default 8192)\n"
 		"  --idle-timeout DUR a request with no activity this long ends as timeout "
 		"(default 5m)\n"
+		"  --metrics-listen ADDR:PORT  serve Prometheus metrics at /metrics (a bare PORT:\n"
+		"                     127.0.0.1; off unless given; docs/metrics.md)\n"
 		"  -v                 debug logging (libbpf's included)\n"
 		"  --version, --help\n",
 		RT_DAEMON_SOCKET, RT_DAEMON_INJECT_SOCKET);
@@ -113,6 +116,7 @@ int main(int argc, char **argv)
 		{ "max-spans", required_argument, NULL, OPT_MAX_SPANS },
 		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+		{ "metrics-listen", required_argument, NULL, OPT_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -217,6 +221,9 @@ int main(int argc, char **argv)
 					"reqtraced: --idle-timeout: a duration such as 5m\n");
 				return 2;
 			}
+			break;
+		case OPT_METRICS:
+			o.metrics_listen = optarg;
 			break;
 		case 'v':
 			o.verbose = true;
