@@ -19,12 +19,14 @@
 #define REQ_MAX 4096 /* a scrape's head is ~300 bytes */
 #define CLIENTS_MAX 16
 #define CLIENT_TIMEOUT_MS 5000
+#define LINGER_MS 1000 /* after the answer, for the client to close */
 #define BODY_MAX (16u << 20)
 
 struct client {
 	uv_tcp_t tcp;
 	uv_timer_t timer;
 	uv_write_t wr;
+	uv_shutdown_t sd;
 	struct rt_metrics *m;
 	struct client *next;
 	int open_handles;
@@ -119,10 +121,32 @@ static void on_timeout(uv_timer_t *t)
 	client_close(t->data);
 }
 
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/*
+ * Closing a socket with unread bytes (an oversized head, a body we never
+ * wanted) sends a reset that can destroy our answer before the client
+ * reads it: send FIN, read and discard until the client closes, bounded by
+ * the timer.
+ */
+static void on_shutdown(uv_shutdown_t *sd, int status)
+{
+	struct client *c = sd->data;
+
+	if (status || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read))
+		client_close(c);
+}
+
 static void on_written(uv_write_t *w, int status)
 {
-	(void)status;
-	client_close(w->data);
+	struct client *c = w->data;
+
+	c->sd.data = c;
+	if (status || uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, on_shutdown))
+		client_close(c);
+	else
+		uv_timer_start(&c->timer, on_timeout, LINGER_MS, 0);
 }
 
 struct kv_list {
@@ -280,6 +304,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	struct client *c = h->data;
 
 	(void)suggested;
+	if (c->answered) { /* discarding until the client closes */
+		*buf = uv_buf_init(c->req, REQ_MAX);
+		return;
+	}
 	/* one byte kept for the terminating NUL */
 	*buf = uv_buf_init(c->req + c->len, (unsigned)(REQ_MAX - 1 - c->len));
 }
@@ -289,8 +317,11 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	struct client *c = s->data;
 
 	(void)buf;
-	if (c->answered)
+	if (c->answered) {
+		if (n < 0)
+			client_close(c);
 		return;
+	}
 	if (n < 0) {
 		client_close(c);
 		return;
@@ -386,7 +417,19 @@ struct rt_metrics *rt_metrics__new(uv_loop_t *loop, const char *listen, struct r
 		errno = -err;
 		return NULL;
 	}
-	ilog("metrics: http://%s/metrics", listen);
+	{
+		char host[INET6_ADDRSTRLEN] = "?";
+		const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&addr;
+		const struct sockaddr_in *a4 = (const struct sockaddr_in *)&addr;
+
+		if (addr.ss_family == AF_INET6)
+			uv_ip6_name(a6, host, sizeof(host));
+		else
+			uv_ip4_name(a4, host, sizeof(host));
+		ilog("metrics: http://%s%s%s:%u/metrics", addr.ss_family == AF_INET6 ? "[" : "",
+		     host, addr.ss_family == AF_INET6 ? "]" : "",
+		     ntohs(addr.ss_family == AF_INET6 ? a6->sin6_port : a4->sin_port));
+	}
 	return m;
 }
 
