@@ -196,6 +196,61 @@ static void status_gpu(struct rt_daemon *d, const struct rt_bpf_stats *bs, struc
 	free(gs);
 }
 
+static void drop_json(void *ctx, const char *key, uint64_t v)
+{
+	key_u64(ctx, key, v);
+}
+
+/* The status JSON's "drops" and the Prometheus reqtrace_dropped_total: one list. */
+void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
+		      void (*fn)(void *ctx, const char *key, uint64_t v), void *ctx)
+{
+	struct rt_correlator_stats cs;
+	struct rt_merge_stats ms;
+	struct rt_store_stats ss;
+	struct rt_targets_stats ts;
+	struct rt_listeners_stats ls;
+
+	rt_correlator__stats(rt_pipeline__correlator(d->pipe), &cs);
+	rt_merge__stats(rt_pipeline__merge(d->pipe), &ms);
+	rt_store__stats(d->store, &ss);
+	rt_targets__stats(d->targets, &ts);
+	rt_listeners__stats(d->listeners, &ls);
+	fn(ctx, "bpf_ring", bs->lost_total);
+	fn(ctx, "bpf_invalid", bs->invalid);
+	fn(ctx, "bpf_args_full", bs->args_full);
+	fn(ctx, "bpf_arrivals_full", bs->arrivals_full);
+	fn(ctx, "bpf_targets_full", bs->targets_full);
+	fn(ctx, "bpf_step_members", bs->step_trunc);
+	fn(ctx, "merge_refused", ms.refused);
+	fn(ctx, "merge_forced", ms.forced);
+	fn(ctx, "merge_late", ms.late);
+	fn(ctx, "intake_errors", d->intake_errors);
+	fn(ctx, "correlator_invalid", cs.invalid_events);
+	fn(ctx, "correlator_procs", cs.dropped_procs);
+	fn(ctx, "correlator_conns", cs.dropped_conns);
+	fn(ctx, "correlator_requests", cs.dropped_requests);
+	fn(ctx, "correlator_threads", cs.dropped_threads);
+	fn(ctx, "store_evicted", ss.evicted);
+	fn(ctx, "targets_pids", ts.pids_dropped);
+	fn(ctx, "targets_netns_skipped", ts.netns_skipped);
+	fn(ctx, "targets_cgroup_truncated", ts.cgroup_truncated);
+	fn(ctx, "listen_skipped", ls.skipped);
+	fn(ctx, "listen_netns_skipped", ls.netns_skipped);
+	if (d->inject) {
+		struct rt_inject_server_stats is;
+
+		rt_inject_server__stats(d->inject, &is);
+		fn(ctx, "inject_invalid", is.invalid);
+		fn(ctx, "inject_lost", is.lost);
+		fn(ctx, "inject_rings_dropped", is.framing);
+	}
+	fn(ctx, "stalled_sources", d->stalled_sources);
+	fn(ctx, "recording_errors", d->rec_errors);
+	fn(ctx, "bpf_gpu_attach_failed", bs->gpu_attach_failed);
+	fn(ctx, "bpf_gpu_calls_full", bs->gpu_calls_full);
+}
+
 static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 {
 	struct rt_bpf_stats *bs = calloc(1, sizeof(*bs));
@@ -256,39 +311,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	/* every bounded stage and what it had to drop */
 	rt_jsonw_key(&w, "drops");
 	rt_jsonw_obj_open(&w);
-	key_u64(&w, "bpf_ring", bs->lost_total);
-	key_u64(&w, "bpf_invalid", bs->invalid);
-	key_u64(&w, "bpf_args_full", bs->args_full);
-	key_u64(&w, "bpf_arrivals_full", bs->arrivals_full);
-	key_u64(&w, "bpf_targets_full", bs->targets_full);
-	key_u64(&w, "bpf_step_members", bs->step_trunc);
-	key_u64(&w, "merge_refused", ms.refused);
-	key_u64(&w, "merge_forced", ms.forced);
-	key_u64(&w, "merge_late", ms.late);
-	key_u64(&w, "intake_errors", d->intake_errors);
-	key_u64(&w, "correlator_invalid", cs.invalid_events);
-	key_u64(&w, "correlator_procs", cs.dropped_procs);
-	key_u64(&w, "correlator_conns", cs.dropped_conns);
-	key_u64(&w, "correlator_requests", cs.dropped_requests);
-	key_u64(&w, "correlator_threads", cs.dropped_threads);
-	key_u64(&w, "store_evicted", ss.evicted);
-	key_u64(&w, "targets_pids", ts.pids_dropped);
-	key_u64(&w, "targets_netns_skipped", ts.netns_skipped);
-	key_u64(&w, "targets_cgroup_truncated", ts.cgroup_truncated);
-	key_u64(&w, "listen_skipped", ls.skipped);
-	key_u64(&w, "listen_netns_skipped", ls.netns_skipped);
-	if (d->inject) {
-		struct rt_inject_server_stats is;
-
-		rt_inject_server__stats(d->inject, &is);
-		key_u64(&w, "inject_invalid", is.invalid);
-		key_u64(&w, "inject_lost", is.lost);
-		key_u64(&w, "inject_rings_dropped", is.framing);
-	}
-	key_u64(&w, "stalled_sources", d->stalled_sources);
-	key_u64(&w, "recording_errors", d->rec_errors);
-	key_u64(&w, "bpf_gpu_attach_failed", bs->gpu_attach_failed);
-	key_u64(&w, "bpf_gpu_calls_full", bs->gpu_calls_full);
+	rt_daemon__drops(d, bs, drop_json, &w);
 	rt_jsonw_obj_close(&w);
 
 	rt_jsonw_key(&w, "merge");

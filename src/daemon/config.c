@@ -200,6 +200,16 @@ static int parse_addr_port(const char *s, const char **why)
 	unsigned long port;
 	size_t n;
 
+	/* a bare PORT or :PORT means loopback, as --metrics-listen takes it (docs/metrics.md) */
+	p = s[0] == ':' ? s + 1 : s;
+	if (*p && strspn(p, "0123456789") == strlen(p)) {
+		port = strlen(p) <= 5 ? strtoul(p, NULL, 10) : 0;
+		if (!port || port > 65535) {
+			*why = "port out of range 1-65535";
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (s[0] == '[') {
 		p = strchr(s, ']');
 		if (!p || p[1] != ':') {
@@ -231,12 +241,11 @@ static int parse_addr_port(const char *s, const char **why)
 		}
 		memcpy(host, s, n);
 		host[n] = '\0';
-		for (p = host; *p; p++) {
-			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-') {
-				*why = strchr(host, ':') ? "put an IPv6 address in brackets" :
-							   "not a host name or IPv4 address";
-				return -EINVAL;
-			}
+		/* a listening address: numeric, as the listener binds it (no resolver) */
+		if (inet_pton(AF_INET, host, buf) != 1) {
+			*why = strchr(host, ':') ? "put an IPv6 address in brackets" :
+						   "not an IPv4 address";
+			return -EINVAL;
 		}
 	}
 	if (parse_count(colon + 1, 1, 65535, &port)) {

@@ -8,6 +8,7 @@
  * recording holds exactly what the live pipeline saw, in the same order.
  */
 #include "daemon.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -266,6 +267,8 @@ static void on_span(const struct rt_span *s, void *ctx)
 	struct rt_daemon *d = ctx;
 
 	rt_store__add(d->store, s);
+	if (d->prom)
+		rt_prom__observe(d->prom, s);
 }
 
 static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
@@ -511,6 +514,15 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 		}
 	}
 
+	if (o->metrics_listen) {
+		d->prom = rt_prom__new();
+		d->metrics = d->prom ? rt_metrics__new(loop, o->metrics_listen, d) : NULL;
+		if (!d->metrics) {
+			err = -errno;
+			goto cleanup;
+		}
+	}
+
 	err = mkdir_for(o->socket_path);
 	if (err) {
 		elog("control socket directory for %s: %s", o->socket_path, strerror(-err));
@@ -585,6 +597,8 @@ void rt_daemon__fini(struct rt_daemon *d)
 		rt_control__close(d->ctl);
 		d->ctl = NULL;
 	}
+	rt_metrics__close(d->metrics); /* before the walk: its clients free themselves */
+	d->metrics = NULL;
 	/* close every handle and let the loop finish closing them */
 	uv_walk(d->loop, close_walk, NULL);
 	uv_run(d->loop, UV_RUN_DEFAULT);
@@ -600,4 +614,6 @@ void rt_daemon__fini(struct rt_daemon *d)
 	d->targets = NULL;
 	rt_listeners__free(d->listeners);
 	d->listeners = NULL;
+	rt_prom__free(d->prom);
+	d->prom = NULL;
 }

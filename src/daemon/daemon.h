@@ -18,6 +18,7 @@
 #include "daemon/control.h"
 #include "daemon/listeners.h"
 #include "daemon/targets.h"
+#include "export/prom.h"
 #include "export/redact.h"
 #include "export/rtrace_write.h"
 #include "merge/pipeline.h"
@@ -56,8 +57,11 @@ struct rt_daemon_opts {
 	uint32_t max_spans;
 	uint32_t max_requests;
 	uint64_t idle_timeout_ns;
-	const char *metrics_listen; /* ADDR:PORT of the Prometheus listener; NULL: off */
+	const char *
+		metrics_listen; /* ADDR:PORT of the Prometheus listener (docs/metrics.md); NULL: off */
 };
+
+struct rt_metrics; /* metrics.h */
 
 struct rt_source_stats {
 	const char *name;
@@ -96,6 +100,9 @@ struct rt_daemon {
 	uint64_t start_ns;
 	struct rt_source_stats src[2]; /* daemon, bpf */
 	uint64_t intake_errors;
+
+	struct rt_prom *prom; /* fed by every span; NULL without --metrics-listen */
+	struct rt_metrics *metrics;
 };
 
 int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o);
@@ -113,6 +120,11 @@ void rt_daemon__record_stop(struct rt_daemon *d);
 /* Control requests (commands.c). */
 void rt_daemon__handle(struct rt_ctl_client *cl, const char *cmd, const cJSON *req, void *ctx);
 void rt_daemon__client_gone(struct rt_ctl_client *cl, void *ctx);
+
+/* Every drop counter of the status JSON's "drops" object, in order (commands.c). */
+struct rt_bpf_stats;
+void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
+		      void (*fn)(void *ctx, const char *key, uint64_t v), void *ctx);
 
 uint64_t rt_now_ns(void);
 

@@ -35,6 +35,7 @@ enum {
 	OPT_IDLE,
 	OPT_LOG_LEVEL,
 	OPT_CONFIG,
+	OPT_METRICS,
 	OPT_VERSION,
 	OPT_HELP,
 };
@@ -87,6 +88,8 @@ static void usage(FILE *f)
 		"  --idle-timeout DUR a request with no activity this long ends as timeout "
 		"(default 5m)\n"
 		"  --log-level L      error, warn, info (default) or debug\n"
+		"  --metrics-listen ADDR:PORT  serve Prometheus metrics at /metrics (a bare PORT:\n"
+		"                     127.0.0.1; off unless given; docs/metrics.md)\n"
 		"  -v                 debug logging (libbpf's included): --log-level debug\n"
 		"  --version, --help\n",
 		RT_DAEMON_SOCKET, RT_DAEMON_INJECT_SOCKET);
@@ -174,6 +177,7 @@ int main(int argc, char **argv)
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "metrics-listen", required_argument, NULL, OPT_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -257,6 +261,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_LOG_LEVEL:
 			k = RT_CFG_LOG_LEVEL;
+			break;
+		case OPT_METRICS:
+			k = RT_CFG_METRICS_LISTEN;
 			break;
 		case 'v':
 			if (flag(&flags, RT_CFG_LOG_LEVEL, "verbose", "debug"))

@@ -27,8 +27,8 @@ expect() { # expect WANT_STDERR ARGS...
 printf '[daemon]\nlog_level = info\n\n[limits]\nring_size = 8Q\n' >"$tmp/bad.conf"
 expect "reqtraced: $tmp/bad.conf:5: key 'ring_size': bad size '8Q' (want a number with optional K/M/G, 4096 to 1G)" \
 	--config "$tmp/bad.conf"
-printf '[exporters]\nmetrics_listen = localhost:99999\n' >"$tmp/addr.conf"
-expect "reqtraced: $tmp/addr.conf:2: key 'metrics_listen': bad address 'localhost:99999' (port not in 1..65535)" \
+printf '[exporters]\nmetrics_listen = 127.0.0.1:99999\n' >"$tmp/addr.conf"
+expect "reqtraced: $tmp/addr.conf:2: key 'metrics_listen': bad address '127.0.0.1:99999' (port not in 1..65535)" \
 	--config "$tmp/addr.conf" --pid 1
 expect "reqtraced: $tmp/none.conf: No such file or directory" --config "$tmp/none.conf"
 # a good file and a bad flag: the flag's message, same wording as the key's

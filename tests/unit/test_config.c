@@ -146,8 +146,8 @@ static const struct bad bads[] = {
 	  "to 1G)" },
 	{ "[limits]\nmax_spans = -1\n",
 	  "bad.conf:2: key 'max_spans': bad number '-1' (want 1 to 10000000)" },
-	{ "[exporters]\nmetrics_listen = localhost:99999\n",
-	  "bad.conf:2: key 'metrics_listen': bad address 'localhost:99999' (port not in "
+	{ "[exporters]\nmetrics_listen = 127.0.0.1:99999\n",
+	  "bad.conf:2: key 'metrics_listen': bad address '127.0.0.1:99999' (port not in "
 	  "1..65535)" },
 	{ "[exporters]\nmetrics_listen = 127.0.0.1\n",
 	  "bad.conf:2: key 'metrics_listen': bad address '127.0.0.1' (no port: want HOST:PORT)" },
@@ -300,13 +300,20 @@ static void test_flag_values(void **state)
 	assert_int_equal(rt_config_set(&c, RT_CFG_HEAD_BYTES, "4K", why, sizeof(why)), 0);
 	assert_int_equal(rt_config_set(&c, RT_CFG_HEAD_BYTES, "5K", why, sizeof(why)), -EINVAL);
 	assert_int_equal(rt_config_set(&c, RT_CFG_IDLE_TIMEOUT, "0s", why, sizeof(why)), -EINVAL);
-	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, ":9464", why, sizeof(why)),
+	/* a bare port is loopback, as --metrics-listen takes it (docs/metrics.md) */
+	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, ":9464", why, sizeof(why)), 0);
+	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, "9464", why, sizeof(why)), 0);
+	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, "99999", why, sizeof(why)),
 			 -EINVAL);
+	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, ":0", why, sizeof(why)), -EINVAL);
 	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, "[::1]9464", why, sizeof(why)),
 			 -EINVAL);
 	assert_int_equal(
 		rt_config_set(&c, RT_CFG_METRICS_LISTEN, "node-1.example:9464", why, sizeof(why)),
-		0);
+		-EINVAL);
+	assert_string_equal(why, "bad address 'node-1.example:9464' (not an IPv4 address)");
+	assert_int_equal(
+		rt_config_set(&c, RT_CFG_METRICS_LISTEN, "10.0.0.1:9464", why, sizeof(why)), 0);
 	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, "off", why, sizeof(why)), 0);
 	assert_null(c.o.metrics_listen);
 	assert_int_equal(rt_config_set(&c, RT_CFG_PIDS, "0", why, sizeof(why)), -EINVAL);

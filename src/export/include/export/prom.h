@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Prometheus text exposition (format 0.0.4) of finished spans and daemon
+ * counters: docs/metrics.md. Spans go in as they finish (histograms with
+ * fixed buckets, fixed-size tables: memory does not grow with traffic);
+ * text comes out on demand. No I/O of its own beyond the FILE it is given,
+ * so unit tests drive it with spans alone.
+ */
+#ifndef RT_EXPORT_PROM_H
+#define RT_EXPORT_PROM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <reqtrace/span.h>
+
+#define RT_PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* label bounds: what does not fit is counted under "other" */
+#define RT_PROM_GROUPS_MAX 16
+#define RT_PROM_PATHS_MAX 32
+#define RT_PROM_PATH_LEN 64
+
+struct rt_prom;
+
+/* A named counter the daemon owns (events per source, drops per stage). */
+struct rt_prom_kv {
+	const char *name;
+	uint64_t value;
+};
+
+/* Busy time of one device of one process, since its first kernel. */
+struct rt_prom_gpu {
+	uint32_t pid;
+	uint32_t device;
+	uint64_t busy_ns;
+};
+
+/* Daemon state read at scrape time; any array may be NULL with n 0. */
+struct rt_prom_extra {
+	const struct rt_prom_kv *events;
+	uint32_t n_events;
+	const struct rt_prom_kv *drops;
+	uint32_t n_drops;
+	const struct rt_prom_gpu *gpu;
+	uint32_t n_gpu;
+	/* gpu busy time is reported at all (CUPTI or GPU probes present) */
+	int gpu_known;
+};
+
+/* NULL with errno set. */
+struct rt_prom *rt_prom__new(void);
+void rt_prom__free(struct rt_prom *p);
+
+/*
+ * One finished span. Amended re-emissions (revision > 0) are ignored: the
+ * request was observed once already and a histogram cannot take it back.
+ */
+void rt_prom__observe(struct rt_prom *p, const struct rt_span *s);
+
+/* The whole exposition; 0 or -EIO when f reports an error. */
+int rt_prom__write(const struct rt_prom *p, const struct rt_prom_extra *x, FILE *f);
+
+/* gen_ai.operation.name for a request path ("chat", "embeddings"...,
+ * "unknown"): exposed for tests and the docs. */
+const char *rt_prom_operation(const char *path);
+
+#endif /* RT_EXPORT_PROM_H */
