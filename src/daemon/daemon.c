@@ -563,7 +563,7 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	 * need (daemon/caps.h). Fail closed: a drop that did not happen would
 	 * leave a root tracer running with more than the operator granted.
 	 */
-	err = rt_caps_drop_to(RT_CAPS_KEEP | RT_CAPS_KEEP_IF_HELD);
+	err = rt_caps_drop_to(RT_CAPS_KEEP);
 	if (err) {
 		elog("cannot drop the capabilities reqtraced does not need: %s", strerror(-err));
 		goto cleanup;

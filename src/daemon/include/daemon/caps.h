@@ -23,22 +23,18 @@
 
 #define RT_CAP_BIT(c) (1ULL << (c))
 /*
- * CAP_BPF, CAP_PERFMON: maps, programs, perf_event_open of uprobes (GPU
- * libraries and markers attach when a target starts or restarts).
+ * CAP_BPF, CAP_PERFMON: maps, programs, tracepoint perf events.
+ * CAP_SYS_ADMIN: uprobes (markers, GPU libraries; they attach whenever a
+ * target starts or restarts): perf_uprobe_event_init() wants it again since
+ * Linux 6.16 and the stable kernels that took ba677dbe77af ("perf: Revert
+ * to requiring CAP_SYS_ADMIN for uprobes"); also setns() into targets'
+ * network namespaces for sock_diag, and mounting tracefs when it is absent.
  * CAP_SYS_PTRACE: /proc/PID/{root,fd,maps,ns} of targets of any user.
  * CAP_DAC_READ_SEARCH: tracefs (mode 0700) for tracepoint ids, target files.
  */
-#define RT_CAPS_KEEP                                                      \
-	(RT_CAP_BIT(CAP_BPF) | RT_CAP_BIT(CAP_PERFMON) | RT_CAP_BIT(CAP_SYS_PTRACE) | \
-	 RT_CAP_BIT(CAP_DAC_READ_SEARCH))
-
-/*
- * Kept only when held at start (root outside systemd, or a unit that adds
- * it to mount tracefs): setns() into a target's network namespace, for
- * sock_diag listen-queue limits there (daemon/listeners.h); without it
- * those come from /proc/PID/net/tcp, which has no limits.
- */
-#define RT_CAPS_KEEP_IF_HELD RT_CAP_BIT(CAP_SYS_ADMIN)
+#define RT_CAPS_KEEP                                                                               \
+	(RT_CAP_BIT(CAP_BPF) | RT_CAP_BIT(CAP_PERFMON) | RT_CAP_BIT(CAP_SYS_ADMIN) |               \
+	 RT_CAP_BIT(CAP_SYS_PTRACE) | RT_CAP_BIT(CAP_DAC_READ_SEARCH))
 
 /* "CAP_SYS_PTRACE" → 19; -EINVAL for an unknown name. */
 int rt_cap_from_name(const char *name);
