@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "daemon/caps.h"
 #include "daemon/procfs.h"
+#include "daemon/sdnotify.h"
 #include "sources/bpf_source.h"
 
 #define DRAIN_MS 10
@@ -319,6 +321,7 @@ static void on_signal(uv_signal_t *h, int sig)
 	struct rt_daemon *d = h->data;
 
 	ilog("%s: shutting down", strsignal(sig));
+	rt_sd_notify("STOPPING=1");
 	d->stopping = true;
 	uv_stop(d->loop);
 }
@@ -567,8 +570,21 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	d->sig_term.data = d;
 	uv_signal_start(&d->sig_term, on_signal, SIGTERM);
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * Setup done (tracefs mount, socket chown): keep only what later attaches
+	 * need (daemon/caps.h). Fail closed: a drop that did not happen would
+	 * leave a root tracer running with more than the operator granted.
+	 */
+	err = rt_caps_drop_to(RT_CAPS_KEEP);
+	if (err) {
+		elog("cannot drop the capabilities reqtraced does not need: %s", strerror(-err));
+		goto cleanup;
+	}
 	ilog("ready: control socket %s, %u target(s)", o->socket_path,
 	     rt_targets__count(d->targets));
+	err = rt_sd_notify("READY=1\nSTATUS=tracing");
+	if (err < 0)
+		wlog("NOTIFY_SOCKET: %s", strerror(-err));
 	return 0;
 cleanup:
 	rt_daemon__fini(d);

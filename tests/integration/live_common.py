@@ -50,14 +50,15 @@ def require_root():
 class Daemon:
     """reqtraced with its own control socket in a temp dir."""
 
-    def __init__(self, args, name="reqtraced", env=None):
+    def __init__(self, args, name="reqtraced", env=None, wrap=None):
         self.dir = tempfile.mkdtemp(prefix="rt-live-")
         tb._tmpdirs.append(self.dir)  # removed by finish() unless a check failed
         self.sock = os.path.join(self.dir, "ctl.sock")
         self.err_path = os.path.join(self.dir, name + ".log")
         self.err = open(self.err_path, "w")
         self.inject_sock = os.path.join(self.dir, "inject.sock")
-        cmd = [REQTRACED, "--socket", self.sock] + list(args)
+        # wrap: a launcher that execs reqtraced (setpriv), so proc.pid stays its pid
+        cmd = (wrap or []) + [REQTRACED, "--socket", self.sock] + list(args)
         if "--inject-socket" not in args and "--no-inject" not in args:
             cmd += ["--inject-socket", self.inject_sock]
         # RT_LIVE_RECORD=1 keeps the raw events of a run for replay (a failed
