@@ -27,7 +27,6 @@
 #include "common/log.h"
 #include "daemon/procfs.h"
 
-#define TCP_LISTEN 10
 #define NETSTAT_BYTES 65536
 /* listeners come first in /proc/net/tcp; about 150 bytes a line */
 #define TCP_TEXT_MAX (RT_LISTEN_NS_SOCKS_MAX * 160)
@@ -136,33 +135,19 @@ static int diag_socket(const struct rt_listeners *ls, const struct ns_state *ns)
 static int diag_dump(struct rt_listeners *ls, struct ns_state *ns)
 {
 	static const int families[] = { AF_INET, AF_INET6 };
-	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
 	int sk = diag_socket(ls, ns), n = 0, err = 0;
 	size_t f;
 
 	if (sk < 0)
 		return sk;
 	for (f = 0; f < 2 && !err; f++) {
-		struct {
-			struct nlmsghdr nlh;
-			struct inet_diag_req_v2 r;
-		} req;
 		bool done = false;
 		int rounds;
 
-		memset(&req, 0, sizeof(req));
-		req.nlh.nlmsg_len = sizeof(req);
-		req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-		req.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-		req.nlh.nlmsg_seq = (__u32)f + 1;
-		req.r.sdiag_family = (__u8)families[f];
-		req.r.sdiag_protocol = IPPROTO_TCP;
-		/* only listeners: the kernel walks the listening hash alone */
-		req.r.idiag_states = 1u << TCP_LISTEN;
-		if (sendto(sk, &req, sizeof(req), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0) {
-			err = -errno;
+		/* every listener of the namespace (port 0) */
+		err = rt_procfs_diag_listen_req(sk, families[f], (uint32_t)f + 1, 0);
+		if (err)
 			break;
-		}
 		for (rounds = 0; rounds < DIAG_ROUNDS && !done; rounds++) {
 			ssize_t got = recv(sk, ls->diag, DIAG_BUF, 0);
 			int r;

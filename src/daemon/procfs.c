@@ -336,6 +336,28 @@ static uint32_t ns_index(struct netns_ent *tab, uint32_t *n, uint64_t ino, pid_t
 	return (*n)++;
 }
 
+int rt_procfs_diag_listen_req(int sk, int family, uint32_t seq, uint16_t port)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req;
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+
+	memset(&req, 0, sizeof(req));
+	req.nlh.nlmsg_len = sizeof(req);
+	req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.nlh.nlmsg_seq = seq;
+	req.r.sdiag_family = (__u8)family;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = 1u << TCP_STATE_LISTEN;
+	req.r.id.idiag_sport = htons(port);
+	if (sendto(sk, &req, sizeof(req), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
+		return -errno;
+	return 0;
+}
+
 /*
  * A listening socket on port, asked of sock_diag: with only TCP_LISTEN in
  * the state mask and the port set, the kernel walks just the listening
@@ -345,29 +367,17 @@ static uint32_t ns_index(struct netns_ent *tab, uint32_t *n, uint64_t ino, pid_t
 static long diag_listen_inode(int sk, uint16_t port)
 {
 	static const int families[] = { AF_INET, AF_INET6 };
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 r;
-	} req;
-	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
 	long buf[8192 / sizeof(long)];
 	size_t f;
+	int err;
 
 	for (f = 0; f < 2; f++) {
 		bool done = false;
 		int rounds;
 
-		memset(&req, 0, sizeof(req));
-		req.nlh.nlmsg_len = sizeof(req);
-		req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-		req.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-		req.nlh.nlmsg_seq = (__u32)f + 1;
-		req.r.sdiag_family = (__u8)families[f];
-		req.r.sdiag_protocol = IPPROTO_TCP;
-		req.r.idiag_states = 1u << TCP_STATE_LISTEN;
-		req.r.id.idiag_sport = htons(port);
-		if (sendto(sk, &req, sizeof(req), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
-			return -errno;
+		err = rt_procfs_diag_listen_req(sk, families[f], (uint32_t)f + 1, port);
+		if (err)
+			return err;
 		/* listening sockets on one port: a message or two; bounded all the same */
 		for (rounds = 0; rounds < 64 && !done; rounds++) {
 			long n = (long)recv(sk, buf, sizeof(buf), 0);

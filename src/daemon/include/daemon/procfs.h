@@ -87,4 +87,13 @@ int rt_procfs_cgroup_pids(const char *dir, pid_t *out, int max, bool *truncated)
  */
 int rt_procfs_find_lib(pid_t pid, const char *prefix, char *path, size_t len);
 
+/*
+ * Sends a sock_diag dump request for the TCP listeners of `family` (AF_INET
+ * or AF_INET6) on the NETLINK_SOCK_DIAG socket sk: those on `port` (host
+ * order), or every one for port 0. With only TCP_LISTEN in the state mask
+ * the kernel walks just the listening hash, never the established one. The
+ * answer is the caller's to read. 0 or -errno.
+ */
+int rt_procfs_diag_listen_req(int sk, int family, uint32_t seq, uint16_t port);
+
 #endif /* RT_PROCFS_H */
