@@ -44,6 +44,8 @@
 #define RT_SPAN_THREADS_MAX 16
 #define RT_SPAN_REPORTED_MAX 12
 #define RT_SPAN_REPORTED_NAME_MAX 40
+#define RT_SPAN_INTERVALS_MAX 24
+#define RT_SPAN_SLICES_MAX 32
 
 enum rt_phase_source {
 	RT_PSRC_NONE = 0, /* phase is null */
@@ -69,6 +71,31 @@ enum rt_outcome {
  * backlog phase is a lower bound */
 #define RT_SPAN_BACKLOG_LOWER_BOUND 0x10
 
+/*
+ * One measured piece of a phase, [start_ns, end_ns). A phase may have
+ * several (marker intervals repeat; comm waits cut prefill/decode). Exports
+ * draw these and nothing else: a phase with no interval is not drawn, so no
+ * exporter lays totals end to end and invents when they happened.
+ */
+struct rt_span_interval {
+	uint64_t start_ns;
+	uint64_t end_ns;
+	uint8_t phase; /* enum rt_phase */
+	uint8_t source; /* enum rt_phase_source */
+};
+
+/*
+ * A stretch a thread ran on a CPU while it served the request. A shared
+ * thread's slice appears in each request it served at the time (shared set);
+ * its on_cpu_ns share is in threads[], the slice says when, not how much.
+ */
+struct rt_span_slice {
+	uint64_t start_ns;
+	uint64_t end_ns;
+	uint32_t tid;
+	bool shared;
+};
+
 struct rt_span_thread {
 	uint32_t tid;
 	char comm[RT_SPAN_COMM_MAX];
@@ -84,6 +111,9 @@ struct rt_span_cpu {
 	uint32_t n_threads;
 	uint32_t threads_dropped; /* threads beyond RT_SPAN_THREADS_MAX, counted into the sums */
 	struct rt_span_thread threads[RT_SPAN_THREADS_MAX];
+	uint32_t n_slices;
+	uint32_t slices_dropped; /* slices beyond RT_SPAN_SLICES_MAX, not kept */
+	struct rt_span_slice slices[RT_SPAN_SLICES_MAX];
 };
 
 struct rt_span_gpu {
@@ -130,6 +160,10 @@ struct rt_span {
 
 	int64_t phase_ns[RT_PHASE__COUNT]; /* RT_NULL_NS: null */
 	uint8_t phase_source[RT_PHASE__COUNT]; /* enum rt_phase_source */
+	/* the phases' timeline, in start order; other (the remainder) has none */
+	uint32_t n_intervals;
+	uint32_t intervals_dropped; /* beyond RT_SPAN_INTERVALS_MAX, not kept */
+	struct rt_span_interval intervals[RT_SPAN_INTERVALS_MAX];
 
 	struct rt_span_cpu cpu;
 	struct rt_span_gpu gpu;
