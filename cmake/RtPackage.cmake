@@ -9,11 +9,15 @@ set(CPACK_PACKAGE_VENDOR reqtrace)
 set(CPACK_PACKAGE_CONTACT "reqtrace maintainers <reqtrace@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "request-lifecycle tracing daemon for AI inference servers")
 # the long description; CPack puts the summary above it
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "reqtraced follows each HTTP request through an \
-inference server with eBPF probes (and, optionally, markers and CUPTI) and says where it \
-waited: backlog, queue, tokenize, prefill, decode, postprocess. The reqtrace command \
-queries the daemon and reads recordings; spans leave as Prometheus metrics, OTLP and \
-Chrome traces.")
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+	"reqtraced follows each HTTP request through an inference server with eBPF
+probes (and, optionally, markers and CUPTI) and says where it waited:
+backlog, queue, tokenize, prefill, decode, postprocess. The reqtrace
+command queries the daemon and reads recordings; spans leave as Prometheus
+metrics, OTLP and Chrome traces.")
+# as dh_strip would: the probes attach to the marker library's and the GPU
+# libraries' dynamic symbols (.dynsym), which stripping keeps
+set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 # reqtrace_0.1.0_amd64.deb, Debian's file name
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
