@@ -6,7 +6,8 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
       libuv1-dev libcjson-dev libinih-dev libcmocka-dev python3 procps iproute2 util-linux
-      clang-format binutils openssl passwd prometheus systemd)
+      clang-format binutils openssl passwd prometheus systemd
+      dpkg-dev groff-base man-db)
 
 missing=()
 for p in "${pkgs[@]}"; do
