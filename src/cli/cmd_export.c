@@ -28,7 +28,7 @@
 enum fmt { FMT_NONE, FMT_CHROME, FMT_JSONL, FMT_OTLP };
 
 /* Device records kept for the GPU tracks; more are counted and left out. */
-#define GPU_RECORDS_MAX (4u << 20)
+#define GPU_RECORDS_MAX (1u << 20) /* about 110 MiB */
 
 struct export
 {

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -286,6 +287,56 @@ if r.returncode == 0:
     if evs is not None:
         check_spans(evs, last_revisions(lines), "daemon")
 srv.close()
+
+# ---- GPU tracks: CUPTI device records added to a committed recording ----
+
+
+def gpu_record(kind, ts, end, stream, corr, name=b"", nbytes=0, copy_kind=0):
+    hdr = struct.pack("<HHIQII", kind, 0, 2, ts, 4242, 0)
+    if kind == 40:  # GPU_KERNEL: end, corr, name_hash, device, context, stream, grid, block
+        body = struct.pack("<QQQIII3I3II64s", end, corr, 0, 0, 1, stream, 1, 1, 1, 32, 1, 1, 0,
+                           name)
+    else:  # GPU_MEMCPY: end, corr, bytes, device, src, dst, stream, copy_kind
+        body = struct.pack("<QQQIIIIB7x", end, corr, nbytes, 0, 0, 0, stream, copy_kind)
+    rec = hdr + body
+    return rec[:2] + struct.pack("<H", len(rec)) + rec[4:]
+
+
+fix = os.path.join(SRC, "tests", "fixtures", "basic-markers.rtrace")
+data = open(fix, "rb").read()
+off = struct.unpack_from("<I", data, 12)[0]
+t0 = struct.unpack_from("<Q", data, 32)[0]  # the header's monotonic_ns
+for _ in range(3):  # after the source and target records, before the first watermark
+    off += struct.unpack_from("<H", data, off + 2)[0]
+work = [(40, t0 + 10_000_000, t0 + 12_000_001, 7, 11, b"prefill_gemm", 0, 0),
+        (40, t0 + 12_500_000, t0 + 13_000_000, 7, 12, b"decode_attn", 0, 0),
+        (41, t0 + 11_000_000, t0 + 11_250_000, 13, 13, b"", 1 << 20, 1),
+        (40, t0 + 20_000_000, t0 + 21_000_000, 7, 14, b"decode_attn", 0, 0)]
+gpu_rec = os.path.join(d, "gpu.rtrace")
+blob = bytearray(data[:off] + b"".join(gpu_record(*w) for w in work) + data[off:])
+end = len(blob) - 32  # TRACE_END, last: its count of the records before it grows too
+assert struct.unpack_from("<H", blob, end)[0] == 63
+struct.pack_into("<Q", blob, end + 24, struct.unpack_from("<Q", blob, end + 24)[0] + len(work))
+open(gpu_rec, "wb").write(blob)
+check(run("replay", gpu_rec).returncode == 0, "a recording with device records replays")
+out = os.path.join(d, "gpu.json")
+r = run("export", "--format", "chrome", "-o", out, "--file", gpu_rec)
+if check(r.returncode == 0, "export of a recording with device records (%s)" % r.stderr.strip()):
+    evs = validate(json.load(open(out)), "gpu")
+    procs = {e["pid"]: e["args"]["name"] for e in evs
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    gpid = [p for p, n in procs.items() if n == "GPU 0 (pid 4242)"]
+    check(len(gpid) == 1, "one GPU process track for device 0 of pid 4242 (%r)" % procs)
+    streams = {e["args"]["name"]: e["tid"] for e in evs if e.get("ph") == "M"
+               and e.get("name") == "thread_name" and gpid and e["pid"] == gpid[0]}
+    check(sorted(streams) == ["stream 13", "stream 7"], "a track per stream (%r)" % streams)
+    drawn = sorted((e["tid"], e["name"], e["cat"], round(e["ts"] * 1000),
+                    round((e["ts"] + e["dur"]) * 1000)) for e in evs
+                   if e.get("ph") == "X" and gpid and e["pid"] == gpid[0])
+    want = sorted((streams.get("stream %d" % w[3]), w[5].decode() if w[0] == 40 else "memcpy h2d",
+                   "kernel" if w[0] == 40 else "memcpy", w[1], w[2]) for w in work)
+    check(drawn == want, "kernels and copies on their stream at their device times (%r)"
+          % drawn[:2])
 
 # ---- bad input ----
 out = os.path.join(d, "keep.json")
