@@ -26,6 +26,7 @@ int rt_cmd_show(struct rt_cli *cli, int argc, char **argv);
 int rt_cmd_top(struct rt_cli *cli, int argc, char **argv);
 int rt_cmd_why(struct rt_cli *cli, int argc, char **argv);
 int rt_cmd_demo(struct rt_cli *cli, int argc, char **argv);
+int rt_cmd_export(struct rt_cli *cli, int argc, char **argv);
 
 /* ---- shared by the views (show, top, why, demo) ---- */
 
@@ -60,6 +61,22 @@ struct rt_cli_rec {
  * code after printing a one-line message (unreadable or bad file).
  */
 int rt_cli_rec_load(const char *path, struct rt_cli_rec *out);
+
+struct rt_event_hdr;
+
+/*
+ * What an export sees besides the result: each span as the correlator emits
+ * it (every revision, in the order `replay --json` prints them) and each
+ * record as read, before the pipeline takes it. Either may be NULL.
+ */
+struct rt_cli_rec_hooks {
+	void (*on_span)(const struct rt_span *s, void *ctx);
+	void (*on_event)(const struct rt_event_hdr *ev, void *ctx);
+	void *ctx;
+};
+
+/* rt_cli_rec_load with hooks (h may be NULL). */
+int rt_cli_rec_load_ex(const char *path, struct rt_cli_rec *out, const struct rt_cli_rec_hooks *h);
 void rt_cli_rec_free(struct rt_cli_rec *r);
 
 /*

@@ -25,6 +25,8 @@ static const struct {
 	{ "show", rt_cmd_show, "show ID [--json] [--file REC]       one request as a waterfall" },
 	{ "top", rt_cmd_top,
 	  "top [--once] [--interval DUR] [--file REC]  live: in flight, recent, percentiles" },
+	{ "export", rt_cmd_export,
+	  "export --format chrome|jsonl|otlp -o FILE [--since DUR | --file REC]  spans to a file" },
 	{ "why", rt_cmd_why, "why [--since DUR] [--file REC]      which phase dominates, and why" },
 	{ "demo", rt_cmd_demo,
 	  "demo SCENARIO [--requests N] [--concurrency C] [--duration DUR]  testbed + daemon + "

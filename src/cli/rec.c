@@ -17,6 +17,7 @@
 #include "store/store.h"
 
 struct load_ctx {
+	const struct rt_cli_rec_hooks *hooks;
 	struct rt_store *store;
 	struct rt_cli_rec *rec;
 	size_t cap_open;
@@ -26,6 +27,8 @@ static void on_span(const struct rt_span *s, void *ctx)
 {
 	struct load_ctx *x = ctx;
 
+	if (x->hooks && x->hooks->on_span)
+		x->hooks->on_span(s, x->hooks->ctx);
 	rt_store__add(x->store, s);
 }
 
@@ -69,8 +72,13 @@ static void on_open(const struct rt_inflight *in, void *ctx)
 
 int rt_cli_rec_load(const char *path, struct rt_cli_rec *out)
 {
+	return rt_cli_rec_load_ex(path, out, NULL);
+}
+
+int rt_cli_rec_load_ex(const char *path, struct rt_cli_rec *out, const struct rt_cli_rec_hooks *h)
+{
 	struct rt_store_opts so = { .max_spans = RT_CLI_SPANS_MAX };
-	struct load_ctx x = { .rec = out };
+	struct load_ctx x = { .rec = out, .hooks = h };
 	struct rt_pipeline_opts po = { 0 };
 	struct rt_correlator_stats cs;
 	struct rt_trace_reader *rd = NULL;
@@ -98,6 +106,8 @@ int rt_cli_rec_load(const char *path, struct rt_cli_rec *out)
 	while ((err = rt_trace_reader__next(rd, &ev)) == 1) {
 		if (ev->ts_ns > out->end_ns && ev->kind != RT_EV_WATERMARK)
 			out->end_ns = ev->ts_ns;
+		if (h && h->on_event)
+			h->on_event(ev, h->ctx);
 		rt_pipeline__push(pl, ev);
 	}
 	if (err < 0) {
