@@ -164,17 +164,20 @@ void rt_span_slice_add(struct rt_span_cpu *cpu, uint32_t tid, uint64_t from, uin
 
 	if (to <= from)
 		return;
-	/* pieces are cut at every scheduler record: one stretch is one slice */
+	/*
+	 * Pieces are cut at every scheduler record: one stretch is one slice.
+	 * The piece absorbs every slice it touches (it may join two).
+	 */
 	for (i = cpu->n_slices; i-- > 0;) {
 		sl = &cpu->slices[i];
 		if (sl->tid != tid || sl->shared != shared || from > sl->end_ns ||
 		    to < sl->start_ns)
 			continue;
-		if (from < sl->start_ns)
-			sl->start_ns = from;
-		if (to > sl->end_ns)
-			sl->end_ns = to;
-		return;
+		if (sl->start_ns < from)
+			from = sl->start_ns;
+		if (sl->end_ns > to)
+			to = sl->end_ns;
+		*sl = cpu->slices[--cpu->n_slices];
 	}
 	if (cpu->n_slices >= RT_SPAN_SLICES_MAX) {
 		/* full: the shortest goes, so scheduler noise cannot crowd out the work */
