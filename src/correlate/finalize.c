@@ -131,14 +131,40 @@ static int64_t comm_in(const struct rt_req *r, uint64_t from, uint64_t to)
  * so its split at the first token is when it was handed over. With all its
  * pieces known, where they lie decides instead: the part inside [received,
  * first token) comes out of what precedes the first token, the part inside
- * [first token, last token) out of decode, and a part outside [received,
- * output) is not this request's wait (docs/spans.md, "Timeline").
+ * [first token, last token) out of decode, a part outside [received,
+ * output) is not this request's wait, and overlapping waits count once
+ * (docs/spans.md, "Timeline").
  */
+static int cmp_iv(const void *a, const void *b)
+{
+	const struct rt_iv *x = a, *y = b;
+
+	return (x->from > y->from) - (x->from < y->from);
+}
+
+/* Two threads may wait at once (a peer read, a GPU sync): the request waited once. */
+static void merge_comm(struct rt_req *r)
+{
+	uint32_t i, n = 0;
+
+	qsort(r->comm_iv, r->n_comm_iv, sizeof(r->comm_iv[0]), cmp_iv);
+	for (i = 0; i < r->n_comm_iv; i++) {
+		if (n && r->comm_iv[i].from <= r->comm_iv[n - 1].to) {
+			if (r->comm_iv[i].to > r->comm_iv[n - 1].to)
+				r->comm_iv[n - 1].to = r->comm_iv[i].to;
+			continue;
+		}
+		r->comm_iv[n++] = r->comm_iv[i];
+	}
+	r->n_comm_iv = n;
+}
+
 static void comm_split(struct rt_req *r, struct extents *x)
 {
 	struct rt_span *s = &r->span;
 	uint64_t hi;
 
+	merge_comm(r);
 	if (!r->comm_seen || !r->n_comm_iv || r->comm_iv_dropped || !s->received_ns)
 		return;
 	if (s->streamed && s->first_token_ns) {

@@ -30,6 +30,7 @@
 #define PID 100
 #define ENGINE 101
 #define HANDLER 102
+#define ENGINE2 103
 #define US 1000ULL
 #define MS 1000000ULL
 #define T0 (1000 * MS)
@@ -374,6 +375,47 @@ static void test_comm_wait_inside(void **state)
 	assert_true(span.cpu.n_slices >= 2);
 }
 
+/* Two engine threads wait on their peers at once: the request waited once. */
+static void test_overlapping_waits_count_once(void **state)
+{
+	const uint64_t received = T0 + MS, blocked = T0 + 3 * MS;
+	uint32_t i, n_comm = 0;
+
+	(void)state;
+	sw(T0, 0, 0, ENGINE);
+	conn(RT_EV_SOCK_CONNECT, T0 + 10 * US, ENGINE, 9);
+	io(RT_EV_SOCK_SEND, T0 + 19 * US, T0 + 20 * US, ENGINE, 9, "\x01\x02peer");
+	sw(T0 + 30 * US, ENGINE, RT_TASK_BLOCKED, ENGINE2);
+	conn(RT_EV_SOCK_CONNECT, T0 + 40 * US, ENGINE2, 10);
+	io(RT_EV_SOCK_SEND, T0 + 49 * US, T0 + 50 * US, ENGINE2, 10, "\x01\x02peer");
+	sw(T0 + 60 * US, ENGINE2, RT_TASK_BLOCKED, 0);
+
+	sw(received - 20 * US, 0, 0, HANDLER);
+	request(received);
+	sw(received + 20 * US, HANDLER, RT_TASK_BLOCKED, 0);
+	/* [3, 5] ms and [4, 6] ms: 3 ms of waiting, not 4 */
+	io(RT_EV_SOCK_RECV, blocked, blocked + 2 * MS, ENGINE, 9, "\x03reply");
+	wake(blocked + 2 * MS + 10 * US, ENGINE, HANDLER);
+	sw(blocked + 2 * MS + 20 * US, ENGINE, RT_TASK_BLOCKED, 0);
+	io(RT_EV_SOCK_RECV, blocked + MS, blocked + 3 * MS, ENGINE2, 10, "\x03reply");
+	wake(blocked + 3 * MS + 10 * US, ENGINE2, HANDLER);
+	sw(blocked + 3 * MS + 20 * US, ENGINE2, RT_TASK_BLOCKED, 0);
+	respond(T0 + 20 * MS);
+	assert_in_order();
+
+	assert_int_equal(span.phase_ns[RT_PHASE_COMM_WAIT], 3 * MS);
+	for (i = 0; i < span.n_intervals; i++) {
+		if (span.intervals[i].phase != RT_PHASE_COMM_WAIT)
+			continue;
+		n_comm++;
+		assert_int_equal(span.intervals[i].start_ns, blocked);
+		assert_int_equal(span.intervals[i].end_ns, blocked + 3 * MS);
+	}
+	assert_int_equal(n_comm, 1);
+	assert_int_equal(span.phase_ns[RT_PHASE_PRE_FIRST_TOKEN],
+			 (T0 + 20 * MS - US - received) - 3 * MS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +423,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slices_bounded_shortest_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intervals_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_comm_wait_inside, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overlapping_waits_count_once, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
