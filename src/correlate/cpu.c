@@ -15,6 +15,10 @@
  * held by the reading thread until it next serves requests (wakes their
  * handlers): a step's exchange with a peer belongs to the step's requests,
  * which only show when the step ends.
+ *
+ * Every on-CPU piece charged to a request is also a slice of its timeline
+ * (when the thread ran for it); a burst's residual keeps its stretches for
+ * that until it is charged.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -152,8 +156,58 @@ static struct rt_span_thread *span_thread(struct rt_req *r, const struct rt_thre
 	return &cpu->threads[cpu->n_threads++];
 }
 
+void rt_span_slice_add(struct rt_span_cpu *cpu, uint32_t tid, uint64_t from, uint64_t to,
+		       bool shared)
+{
+	struct rt_span_slice *sl;
+	uint32_t i;
+
+	if (to <= from)
+		return;
+	/*
+	 * Pieces are cut at every scheduler record: one stretch is one slice.
+	 * The piece absorbs every slice it touches (it may join two).
+	 */
+	for (i = cpu->n_slices; i-- > 0;) {
+		sl = &cpu->slices[i];
+		if (sl->tid != tid || sl->shared != shared || from > sl->end_ns ||
+		    to < sl->start_ns)
+			continue;
+		if (sl->start_ns < from)
+			from = sl->start_ns;
+		if (sl->end_ns > to)
+			to = sl->end_ns;
+		*sl = cpu->slices[--cpu->n_slices];
+	}
+	if (cpu->n_slices >= RT_SPAN_SLICES_MAX) {
+		/* full: the shortest goes, so scheduler noise cannot crowd out the work */
+		uint32_t k = 0;
+
+		cpu->slices_dropped++;
+		for (i = 1; i < cpu->n_slices; i++)
+			if (cpu->slices[i].end_ns - cpu->slices[i].start_ns <
+			    cpu->slices[k].end_ns - cpu->slices[k].start_ns)
+				k = i;
+		if (to - from <= cpu->slices[k].end_ns - cpu->slices[k].start_ns)
+			return;
+		sl = &cpu->slices[k];
+	} else {
+		sl = &cpu->slices[cpu->n_slices++];
+	}
+	sl->start_ns = from;
+	sl->end_ns = to;
+	sl->tid = tid;
+	sl->shared = shared;
+}
+
+/* The on-CPU stretches of a piece: when it ran (slices), n of them, dropped more. */
+struct stretches {
+	const struct rt_iv *iv;
+	uint32_t n, dropped;
+};
+
 static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t *owners, uint32_t n,
-		   enum piece kind, int64_t ns)
+		   enum piece kind, int64_t ns, const struct stretches *when)
 {
 	struct rt_req *reqs[OWNERS_MAX];
 	uint32_t i, live = 0;
@@ -183,6 +237,11 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 			r->span.cpu.on_cpu_ns += share;
 			if (st)
 				st->on_cpu_ns += share;
+			for (uint32_t k = 0; when && k < when->n; k++)
+				rt_span_slice_add(&r->span.cpu, t->tid, when->iv[k].from,
+						  when->iv[k].to, live > 1);
+			if (when)
+				r->span.cpu.slices_dropped += when->dropped;
 			break;
 		case PIECE_RUNQ:
 			r->span.cpu.runq_ns += share;
@@ -202,19 +261,45 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 static void flush(struct rt_correlator *c, struct rt_thread *t)
 {
 	uint64_t owners[OWNERS_MAX];
+	struct stretches when;
 	uint32_t n;
 
 	if (!t->resid_on && !t->resid_runq)
 		return;
 	n = burst_owners(t, owners);
-	charge(c, t, owners, n, PIECE_ON, t->resid_on);
-	charge(c, t, owners, n, PIECE_RUNQ, t->resid_runq);
+	when.iv = t->rslice;
+	when.n = t->n_rslice;
+	when.dropped = t->rslice_dropped;
+	charge(c, t, owners, n, PIECE_ON, t->resid_on, &when);
+	charge(c, t, owners, n, PIECE_RUNQ, t->resid_runq, NULL);
 	t->resid_on = t->resid_runq = 0;
+	t->n_rslice = t->rslice_dropped = 0;
+}
+
+/* An on-CPU piece goes to the residual: remember when it ran. */
+static void resid_slice(struct rt_thread *t, uint64_t from, uint64_t to)
+{
+	struct rt_iv *last = t->n_rslice ? &t->rslice[t->n_rslice - 1] : NULL;
+
+	if (last && from <= last->to) {
+		if (to > last->to)
+			last->to = to;
+		return;
+	}
+	if (t->n_rslice >= RT_THREAD_SLICES_MAX) {
+		t->rslice_dropped++;
+		return;
+	}
+	t->rslice[t->n_rslice].from = from;
+	t->rslice[t->n_rslice].to = to;
+	t->n_rslice++;
 }
 
 void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts)
 {
 	uint64_t owners[OWNERS_MAX];
+	struct rt_iv piece;
+	struct stretches when = { .iv = &piece, .n = 1 };
 	uint32_t n;
 	int64_t d;
 
@@ -224,28 +309,32 @@ void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts)
 		return;
 	}
 	d = (int64_t)(ts - t->since);
+	piece.from = t->since;
+	piece.to = ts;
 	t->since = ts;
 	n = marker_owners(t, owners);
 	switch (t->run) {
 	case RT_RUN_ONCPU:
 		t->burst_on += d;
-		if (n)
-			charge(c, t, owners, n, PIECE_ON, d);
-		else
+		if (n) {
+			charge(c, t, owners, n, PIECE_ON, d, &when);
+		} else {
 			t->resid_on += d;
+			resid_slice(t, piece.from, piece.to);
+		}
 		break;
 	case RT_RUN_RUNNABLE:
 		if (n)
-			charge(c, t, owners, n, PIECE_RUNQ, d);
+			charge(c, t, owners, n, PIECE_RUNQ, d, NULL);
 		else
 			t->resid_runq += d;
 		break;
 	case RT_RUN_BLOCKED:
 		/* sleeping counts for a thread bound to one request alone */
 		if (n == 1 && !t->in_step)
-			charge(c, t, owners, 1, PIECE_OFF, d);
+			charge(c, t, owners, 1, PIECE_OFF, d, NULL);
 		else if (!n && t->n_io == 1)
-			charge(c, t, t->io, 1, PIECE_OFF, d);
+			charge(c, t, t->io, 1, PIECE_OFF, d, NULL);
 		break;
 	case RT_RUN_UNKNOWN:
 		break;
@@ -436,6 +525,9 @@ static void serve_comm(struct rt_thread *w, struct rt_req *r)
 	else
 		r->comm_before_ft += w->comm_pending;
 	r->comm_seen = true;
+	for (uint32_t i = 0; i < w->n_comm_iv; i++)
+		rt_req_comm_piece(r, w->comm_iv[i].from, w->comm_iv[i].to);
+	r->comm_iv_dropped += w->comm_iv_dropped;
 	w->comm_served = true;
 }
 
@@ -614,8 +706,16 @@ void rt_cpu_comm_wait(struct rt_correlator *c, struct rt_thread *t, uint64_t ent
 		t->comm_pending = 0;
 		t->comm_served = false;
 		t->comm_group = ++c->next_serial;
+		t->n_comm_iv = t->comm_iv_dropped = 0;
 	}
 	t->comm_pending += (int64_t)(exit - enter);
+	if (t->n_comm_iv < RT_THREAD_COMM_IV_MAX) {
+		t->comm_iv[t->n_comm_iv].from = enter;
+		t->comm_iv[t->n_comm_iv].to = exit;
+		t->n_comm_iv++;
+	} else {
+		t->comm_iv_dropped++;
+	}
 }
 
 static int cmp_tid(const void *a, const void *b)

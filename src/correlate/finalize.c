@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * A request's observations → the span's derived fields: phases (which
- * partition [arrival_ns or start_ns, end_ns]), TTFT, inter-token gap percentiles.
- * docs/spans.md defines every value computed here.
+ * partition [arrival_ns or start_ns, end_ns]), their timeline (intervals),
+ * TTFT, inter-token gap percentiles. docs/spans.md defines every value
+ * computed here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,30 @@ static void itl(struct rt_req *r)
 	r->span.itl_max_ns = r->gap_max;
 }
 
+void rt_req_comm_piece(struct rt_req *r, uint64_t from, uint64_t to)
+{
+	if (to <= from)
+		return;
+	if (r->n_comm_iv >= RT_SPAN_INTERVALS_MAX) {
+		r->comm_iv_dropped++;
+		return;
+	}
+	r->comm_iv[r->n_comm_iv].from = from;
+	r->comm_iv[r->n_comm_iv].to = to;
+	r->n_comm_iv++;
+}
+
+/* where each probe phase lies: its total is this extent less the comm wait taken out */
+struct extents {
+	struct rt_iv iv[RT_PHASE__COUNT];
+};
+
+static void extent(struct extents *x, enum rt_phase p, uint64_t from, uint64_t to)
+{
+	x->iv[p].from = from;
+	x->iv[p].to = to;
+}
+
 static void set(struct rt_span *s, enum rt_phase p, int64_t v, enum rt_phase_source src)
 {
 	s->phase_ns[p] = v < 0 ? 0 : v;
@@ -75,38 +100,123 @@ static void clear(struct rt_span *s, enum rt_phase p)
 	s->phase_source[p] = RT_PSRC_NONE;
 }
 
-static void probe_phases(struct rt_req *r)
+/* Where a non-streamed response's output begins: its first write, else the end. */
+static uint64_t output_start(const struct rt_req *r)
+{
+	const struct rt_span *s = &r->span;
+	uint64_t out = r->resp_first_enter && r->resp_first_enter <= s->end_ns ?
+			       r->resp_first_enter :
+			       s->end_ns;
+
+	return out < s->received_ns ? s->received_ns : out;
+}
+
+static int64_t comm_in(const struct rt_req *r, uint64_t from, uint64_t to)
+{
+	int64_t sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < r->n_comm_iv; i++) {
+		uint64_t a = r->comm_iv[i].from > from ? r->comm_iv[i].from : from;
+		uint64_t b = r->comm_iv[i].to < to ? r->comm_iv[i].to : to;
+
+		if (b > a)
+			sum += (int64_t)(b - a);
+	}
+	return sum;
+}
+
+/*
+ * Probe comm wait reaches a request when the waiting thread next serves it,
+ * so its split at the first token is when it was handed over. With all its
+ * pieces known, where they lie decides instead: the part inside [received,
+ * first token) comes out of what precedes the first token, the part inside
+ * [first token, last token) out of decode, a part outside [received,
+ * output) is not this request's wait, and overlapping waits count once
+ * (docs/spans.md, "Timeline").
+ */
+static int cmp_iv(const void *a, const void *b)
+{
+	const struct rt_iv *x = a, *y = b;
+
+	return (x->from > y->from) - (x->from < y->from);
+}
+
+/* Two threads may wait at once (a peer read, a GPU sync): the request waited once. */
+static void merge_comm(struct rt_req *r)
+{
+	uint32_t i, n = 0;
+
+	qsort(r->comm_iv, r->n_comm_iv, sizeof(r->comm_iv[0]), cmp_iv);
+	for (i = 0; i < r->n_comm_iv; i++) {
+		if (n && r->comm_iv[i].from <= r->comm_iv[n - 1].to) {
+			if (r->comm_iv[i].to > r->comm_iv[n - 1].to)
+				r->comm_iv[n - 1].to = r->comm_iv[i].to;
+			continue;
+		}
+		r->comm_iv[n++] = r->comm_iv[i];
+	}
+	r->n_comm_iv = n;
+}
+
+static void comm_split(struct rt_req *r, struct extents *x)
+{
+	struct rt_span *s = &r->span;
+	uint64_t hi;
+
+	merge_comm(r);
+	if (!r->comm_seen || !r->n_comm_iv || r->comm_iv_dropped || !s->received_ns)
+		return;
+	if (s->streamed && s->first_token_ns) {
+		hi = s->last_token_ns > s->first_token_ns ? s->last_token_ns : s->first_token_ns;
+		r->comm_before_ft = comm_in(r, s->received_ns, s->first_token_ns);
+		r->comm_after_ft = comm_in(r, s->first_token_ns, hi);
+	} else {
+		hi = output_start(r);
+		r->comm_before_ft = comm_in(r, s->received_ns, hi);
+		r->comm_after_ft = 0;
+	}
+	r->comm_seen = r->comm_before_ft + r->comm_after_ft > 0;
+	extent(x, RT_PHASE_COMM_WAIT, s->received_ns, hi);
+}
+
+static void probe_phases(struct rt_req *r, struct extents *x)
 {
 	struct rt_span *s = &r->span;
 	uint64_t out_start; /* first token, or the response's first write */
 
 	if (!s->received_ns) { /* ended while the request was still arriving */
 		set(s, RT_PHASE_RECEIVE, (int64_t)(s->end_ns - s->start_ns), RT_PSRC_PROBE);
+		extent(x, RT_PHASE_RECEIVE, s->start_ns, s->end_ns);
 		return;
 	}
 	set(s, RT_PHASE_RECEIVE, (int64_t)(s->received_ns - s->start_ns), RT_PSRC_PROBE);
+	extent(x, RT_PHASE_RECEIVE, s->start_ns, s->received_ns);
 	if (r->comm_seen)
 		set(s, RT_PHASE_COMM_WAIT, r->comm_before_ft + r->comm_after_ft, RT_PSRC_PROBE);
 	if (s->streamed && s->first_token_ns) {
 		set(s, RT_PHASE_PRE_FIRST_TOKEN,
 		    (int64_t)(s->first_token_ns - s->received_ns) - r->comm_before_ft,
 		    RT_PSRC_PROBE);
+		extent(x, RT_PHASE_PRE_FIRST_TOKEN, s->received_ns, s->first_token_ns);
 		set(s, RT_PHASE_DECODE,
 		    (int64_t)(s->last_token_ns - s->first_token_ns) - r->comm_after_ft,
 		    RT_PSRC_PROBE);
+		extent(x, RT_PHASE_DECODE, s->first_token_ns, s->last_token_ns);
 		set(s, RT_PHASE_POSTPROCESS, (int64_t)(s->end_ns - s->last_token_ns),
 		    RT_PSRC_PROBE);
+		extent(x, RT_PHASE_POSTPROCESS, s->last_token_ns, s->end_ns);
 		return;
 	}
-	out_start = r->resp_first_enter && r->resp_first_enter <= s->end_ns ? r->resp_first_enter :
-									      s->end_ns;
-	if (out_start < s->received_ns)
-		out_start = s->received_ns;
+	out_start = output_start(r);
 	set(s, RT_PHASE_PRE_FIRST_TOKEN,
 	    (int64_t)(out_start - s->received_ns) - r->comm_before_ft - r->comm_after_ft,
 	    RT_PSRC_PROBE);
-	if (r->resp_first_enter)
+	extent(x, RT_PHASE_PRE_FIRST_TOKEN, s->received_ns, out_start);
+	if (r->resp_first_enter) {
 		set(s, RT_PHASE_POSTPROCESS, (int64_t)(s->end_ns - out_start), RT_PSRC_PROBE);
+		extent(x, RT_PHASE_POSTPROCESS, out_start, s->end_ns);
+	}
 }
 
 static bool overlaps_markers(const struct rt_req *r, uint64_t from, uint64_t to)
@@ -169,6 +279,112 @@ static void marker_phases(struct rt_req *r)
 			s->phase_ns[p] = 0;
 }
 
+static void add_interval(struct rt_span *s, uint32_t p, uint64_t from, uint64_t to)
+{
+	uint64_t origin = rt_span_origin_ns(s);
+	struct rt_span_interval *iv;
+
+	/* the timeline is the span's: nothing drawn before it began or after it ended */
+	if (from < origin)
+		from = origin;
+	if (to > s->end_ns)
+		to = s->end_ns;
+	if (to <= from)
+		return; /* an empty piece draws nothing */
+	if (s->n_intervals >= RT_SPAN_INTERVALS_MAX) {
+		s->intervals_dropped++;
+		return;
+	}
+	iv = &s->intervals[s->n_intervals++];
+	iv->start_ns = from;
+	iv->end_ns = to;
+	iv->phase = (uint8_t)p;
+	iv->source = s->phase_source[p];
+}
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct rt_span_interval *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+	if (x->end_ns != y->end_ns)
+		return (x->end_ns > y->end_ns) - (x->end_ns < y->end_ns);
+	return (x->phase > y->phase) - (x->phase < y->phase);
+}
+
+/*
+ * Every non-null phase's measured pieces (docs/spans.md, "Timeline"). When
+ * the bound is reached, the probe phases (one piece each) come first, then
+ * marker intervals, then comm wait pieces; the rest is counted.
+ */
+static void timeline(struct rt_req *r, const struct extents *x)
+{
+	struct rt_span *s = &r->span;
+	uint32_t p, i;
+
+	s->n_intervals = 0;
+	s->intervals_dropped = 0;
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		if (s->phase_source[p] == RT_PSRC_PROBE && p != RT_PHASE_COMM_WAIT)
+			add_interval(s, p, x->iv[p].from, x->iv[p].to);
+	for (i = 0; i < r->n_mark_iv; i++) {
+		p = r->mark_iv_phase[i];
+		if (p < RT_PHASE__COUNT && p != RT_PHASE_OTHER &&
+		    s->phase_source[p] == RT_PSRC_MARKER)
+			add_interval(s, p, r->mark_iv[i].from, r->mark_iv[i].to);
+	}
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		if (p != RT_PHASE_OTHER && s->phase_source[p] == RT_PSRC_MARKER)
+			s->intervals_dropped += r->mark_iv_dropped[p];
+	if (s->phase_source[RT_PHASE_COMM_WAIT] == RT_PSRC_PROBE) {
+		const struct rt_iv *in = &x->iv[RT_PHASE_COMM_WAIT]; /* set: what comm_split kept */
+
+		for (i = 0; i < r->n_comm_iv; i++)
+			add_interval(s, RT_PHASE_COMM_WAIT,
+				     in->to && r->comm_iv[i].from < in->from ? in->from :
+									       r->comm_iv[i].from,
+				     in->to && r->comm_iv[i].to > in->to ? in->to :
+									   r->comm_iv[i].to);
+		s->intervals_dropped += r->comm_iv_dropped;
+	}
+	qsort(s->intervals, s->n_intervals, sizeof(s->intervals[0]), cmp_interval);
+}
+
+static int cmp_slice(const void *a, const void *b)
+{
+	const struct rt_span_slice *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/*
+ * Slices are drawn in the span's window: a burst charged to the request
+ * may have begun before its first byte arrived (a handler woken for it runs
+ * up to its read); that time stays in on_cpu_ns, the slice starts at origin.
+ */
+static void clip_slices(struct rt_span *s)
+{
+	uint64_t origin = rt_span_origin_ns(s);
+	struct rt_span_cpu *cpu = &s->cpu;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < cpu->n_slices; i++) {
+		struct rt_span_slice sl = cpu->slices[i];
+
+		if (sl.start_ns < origin)
+			sl.start_ns = origin;
+		if (sl.end_ns > s->end_ns)
+			sl.end_ns = s->end_ns;
+		if (sl.end_ns > sl.start_ns)
+			cpu->slices[n++] = sl;
+	}
+	cpu->n_slices = n;
+	qsort(cpu->slices, n, sizeof(cpu->slices[0]), cmp_slice);
+}
+
 static int64_t sum_phases(const struct rt_span *s)
 {
 	int64_t sum = 0;
@@ -183,6 +399,7 @@ static int64_t sum_phases(const struct rt_span *s)
 void rt_span_finalize(struct rt_req *r)
 {
 	struct rt_span *s = &r->span;
+	struct extents x;
 	int64_t dur, other;
 
 	if (s->end_ns < s->start_ns)
@@ -191,18 +408,23 @@ void rt_span_finalize(struct rt_req *r)
 		s->arrival_ns = 0;
 		s->flags &= ~(uint32_t)RT_SPAN_BACKLOG_LOWER_BOUND;
 	}
+	memset(&x, 0, sizeof(x));
 	/* in the kernel, before any server thread had it: probes only, never marked */
-	if (s->arrival_ns)
+	if (s->arrival_ns) {
 		set(s, RT_PHASE_BACKLOG, (int64_t)(s->start_ns - s->arrival_ns), RT_PSRC_PROBE);
-	else
+		extent(&x, RT_PHASE_BACKLOG, s->arrival_ns, s->start_ns);
+	} else {
 		clear(s, RT_PHASE_BACKLOG);
+	}
 	dur = rt_span_duration_ns(s);
 	if (s->last_token_ns > s->end_ns)
 		s->last_token_ns = s->end_ns;
 	if (s->first_token_ns > s->end_ns)
 		s->first_token_ns = 0;
-	probe_phases(r);
+	comm_split(r, &x);
+	probe_phases(r, &x);
 	marker_phases(r);
+	timeline(r, &x);
 	/* other is the remainder: never measured, so it has no phase_source */
 	other = dur - sum_phases(s);
 	s->phase_ns[RT_PHASE_OTHER] = other > 0 ? other : 0;
@@ -211,4 +433,5 @@ void rt_span_finalize(struct rt_req *r)
 		s->first_token_ns = 0;
 	itl(r);
 	rt_cpu_sort_threads(&s->cpu);
+	clip_slices(s);
 }

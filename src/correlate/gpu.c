@@ -333,6 +333,7 @@ static void on_cuda(struct rt_correlator *c, const struct rt_ev_cuda_api *e)
 		else
 			r->comm_before_ft = sat_add(r->comm_before_ft, wait);
 		r->comm_seen = true;
+		rt_req_comm_piece(r, e->hdr.ts_ns - (uint64_t)wait, e->hdr.ts_ns);
 	}
 }
 

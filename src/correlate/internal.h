@@ -36,6 +36,13 @@
 #define RT_CORR_CPUS_MAX 4096 /* switch records of CPUs beyond are not used for gap repair */
 #define RT_CONN_CARRIED_MAX 32 /* writes in flight on an internal hop */
 #define RT_STEP_MEMBERS_MAX 256 /* = RT_MARK_STEP_MAX in reqtrace/marker.h */
+#define RT_THREAD_COMM_IV_MAX 16 /* blocked peer reads a thread holds until it serves */
+#define RT_THREAD_SLICES_MAX 16 /* on-CPU stretches of a burst's residual */
+
+/* A stretch of time [from, to). */
+struct rt_iv {
+	uint64_t from, to;
+};
 
 struct rt_proc {
 	uint32_t pid;
@@ -69,16 +76,19 @@ struct rt_req {
 	int64_t mark_comm_in[RT_PHASE__COUNT]; /* marker comm wait inside this phase */
 	uint32_t mark_seen; /* bit per phase */
 	/* closed marker intervals, clipped to the span, for the overlap rule */
-	struct {
-		uint64_t from, to;
-	} mark_iv[RT_REQ_MARK_IV_MAX];
+	struct rt_iv mark_iv[RT_REQ_MARK_IV_MAX];
+	uint8_t mark_iv_phase[RT_REQ_MARK_IV_MAX];
 	uint32_t n_mark_iv;
 	uint64_t mark_iv_min, mark_iv_max; /* extent of the intervals beyond the array */
+	uint32_t mark_iv_dropped[RT_PHASE__COUNT]; /* per phase, beyond the array */
 
 	/* comm wait seen by probes (outbound sockets), split at the first token */
 	int64_t comm_before_ft, comm_after_ft;
 	bool comm_seen;
 	uint64_t comm_group; /* last exchange group credited to us */
+	/* where that comm wait was: its pieces, for the span's timeline */
+	struct rt_iv comm_iv[RT_SPAN_INTERVALS_MAX];
+	uint32_t n_comm_iv, comm_iv_dropped;
 
 	/* inter-token gaps */
 	uint64_t last_event_enter;
@@ -140,10 +150,15 @@ struct rt_thread {
 	/* burst time not under markers, charged to the burst's owners when the
 	 * burst ends (or a request it holds time for ends) */
 	int64_t resid_on, resid_runq;
+	/* when resid_on ran: its on-CPU stretches, for the owners' slices */
+	struct rt_iv rslice[RT_THREAD_SLICES_MAX];
+	uint32_t n_rslice, rslice_dropped;
 	/* comm wait (blocked peer reads) held until the thread next serves */
 	int64_t comm_pending;
 	uint64_t comm_group;
 	bool comm_served;
+	struct rt_iv comm_iv[RT_THREAD_COMM_IV_MAX]; /* the pieces of comm_pending */
+	uint32_t n_comm_iv, comm_iv_dropped;
 };
 
 /* The last ARRIVAL of a connection, waiting for the read it belongs to. */
@@ -316,5 +331,13 @@ void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st)
 /* finalize.c */
 void rt_span_finalize(struct rt_req *r);
 void rt_span_add_gap(struct rt_req *r, int64_t gap);
+/* A piece [from, to) of the probe comm wait credited to r (bounded, counted beyond). */
+void rt_req_comm_piece(struct rt_req *r, uint64_t from, uint64_t to);
+/*
+ * Thread tid ran on a CPU for r over [from, to): a slice of r's timeline,
+ * merged with a slice of the same thread it touches or overlaps.
+ */
+void rt_span_slice_add(struct rt_span_cpu *cpu, uint32_t tid, uint64_t from, uint64_t to,
+		       bool shared);
 
 #endif /* RT_CORRELATE_INTERNAL_H */

@@ -22,15 +22,18 @@ static bool claims_thread(uint32_t phase)
 	       phase == RT_PHASE_PRE_FIRST_TOKEN;
 }
 
-static void keep_interval(struct rt_req *r, uint64_t from, uint64_t to)
+static void keep_interval(struct rt_req *r, uint32_t phase, uint64_t from, uint64_t to)
 {
 	if (r->n_mark_iv < RT_REQ_MARK_IV_MAX) {
 		r->mark_iv[r->n_mark_iv].from = from;
 		r->mark_iv[r->n_mark_iv].to = to;
+		r->mark_iv_phase[r->n_mark_iv] = (uint8_t)phase;
 		r->n_mark_iv++;
 		return;
 	}
-	/* beyond the array only the extent is kept: overlap tests get coarser */
+	/* beyond the array only the extent is kept: overlap tests get coarser,
+	 * and the timeline counts the interval as dropped */
+	r->mark_iv_dropped[phase]++;
 	if (!r->mark_iv_min || from < r->mark_iv_min)
 		r->mark_iv_min = from;
 	if (to > r->mark_iv_max)
@@ -115,7 +118,7 @@ static void close_interval(struct rt_req *r, uint32_t phase, uint64_t ts)
 	if (ts <= from)
 		return;
 	r->mark_total[phase] += (int64_t)(ts - from);
-	keep_interval(r, from, ts);
+	keep_interval(r, phase, from, ts);
 	if (phase != RT_PHASE_COMM_WAIT)
 		return;
 	/* comm wait inside prefill/decode is taken out of them (design) */

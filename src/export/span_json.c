@@ -81,7 +81,54 @@ static void cpu_json(struct rt_jsonw *w, const struct rt_span_cpu *cpu)
 		rt_jsonw_obj_close(w);
 	}
 	rt_jsonw_arr_close(w);
+	rt_jsonw_key(w, "slices");
+	rt_jsonw_arr_open(w);
+	for (i = 0; i < cpu->n_slices && i < RT_SPAN_SLICES_MAX; i++) {
+		const struct rt_span_slice *sl = &cpu->slices[i];
+
+		rt_jsonw_obj_open(w);
+		rt_jsonw_key(w, "tid");
+		rt_jsonw_uint(w, sl->tid);
+		rt_jsonw_key(w, "start_ns");
+		rt_jsonw_uint(w, sl->start_ns);
+		rt_jsonw_key(w, "end_ns");
+		rt_jsonw_uint(w, sl->end_ns);
+		rt_jsonw_key(w, "shared");
+		rt_jsonw_bool(w, sl->shared);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	rt_jsonw_key(w, "slices_dropped");
+	rt_jsonw_uint(w, cpu->slices_dropped);
 	rt_jsonw_obj_close(w);
+}
+
+static void intervals_json(struct rt_jsonw *w, const struct rt_span *s)
+{
+	uint32_t i;
+
+	rt_jsonw_key(w, "intervals");
+	rt_jsonw_arr_open(w);
+	for (i = 0; i < s->n_intervals && i < RT_SPAN_INTERVALS_MAX; i++) {
+		const struct rt_span_interval *iv = &s->intervals[i];
+		const char *src = rt_phase_source_name(iv->source);
+
+		if (iv->phase >= RT_PHASE__COUNT || !src)
+			continue; /* the correlator makes none: a reader could not place it */
+		rt_jsonw_obj_open(w);
+		rt_jsonw_key(w, "phase");
+		rt_jsonw_str_val(w, rt_phase_name(iv->phase));
+		rt_jsonw_key(w, "source");
+		rt_jsonw_str_val(w, src);
+		rt_jsonw_key(w, "start_ns");
+		rt_jsonw_uint(w, iv->start_ns);
+		rt_jsonw_key(w, "end_ns");
+		rt_jsonw_uint(w, iv->end_ns);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	rt_jsonw_key(w, "intervals_dropped");
+	rt_jsonw_uint(w, s->intervals_dropped);
 }
 
 static void gpu_json(struct rt_jsonw *w, const struct rt_span_gpu *g)
@@ -185,6 +232,7 @@ void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 		rt_jsonw_str_val(w, src);
 	}
 	rt_jsonw_obj_close(w);
+	intervals_json(w, s);
 	cpu_json(w, &s->cpu);
 	gpu_json(w, &s->gpu);
 	rt_jsonw_key(w, "server_reported");
@@ -246,6 +294,14 @@ static int64_t ms_ns(const cJSON *o, const char *key)
 	return (int64_t)llround(v->valuedouble * 1e6);
 }
 
+static void x_uint32(const cJSON *o, const char *key, uint32_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0)
+		*out = (uint32_t)v->valuedouble;
+}
+
 static enum rt_phase_source psrc(const char *s)
 {
 	if (!strcmp(s, "marker"))
@@ -255,6 +311,78 @@ static enum rt_phase_source psrc(const char *s)
 	if (!strcmp(s, "inferred"))
 		return RT_PSRC_INFERRED;
 	return RT_PSRC_NONE;
+}
+
+/*
+ * The objects of the array under key (instants need exact digits, see
+ * exact_u64): each object's text, which holds no nested braces, to fn.
+ */
+static void each_object(const char *text, const char *key, struct rt_span *s,
+			void (*fn)(const char *obj, struct rt_span *s))
+{
+	char pat[48], obj[256];
+	const char *p, *q;
+
+	snprintf(pat, sizeof(pat), "\"%s\":[", key);
+	p = strstr(text, pat);
+	if (!p)
+		return;
+	for (p += strlen(pat); *p && *p != ']'; p = q + 1) {
+		p += strspn(p, " ,\t\r\n");
+		if (*p != '{')
+			return;
+		q = strchr(p, '}');
+		if (!q)
+			return;
+		if ((size_t)(q - p) + 1 < sizeof(obj)) {
+			memcpy(obj, p, (size_t)(q - p) + 1);
+			obj[q - p + 1] = '\0';
+			fn(obj, s);
+		}
+		q += strspn(q + 1, " \t\r\n");
+	}
+}
+
+static bool obj_str(const char *obj, const char *key, const char *want)
+{
+	char pat[64];
+
+	snprintf(pat, sizeof(pat), "\"%s\":\"%s\"", key, want);
+	return strstr(obj, pat) != NULL;
+}
+
+static void interval_of(const char *obj, struct rt_span *s)
+{
+	static const char *const srcs[] = { "marker", "probe", "inferred" };
+	struct rt_span_interval iv = { 0 };
+	uint32_t p;
+
+	if (s->n_intervals >= RT_SPAN_INTERVALS_MAX)
+		return;
+	for (p = 0; p < RT_PHASE__COUNT && !obj_str(obj, "phase", rt_phase_name(p)); p++)
+		;
+	if (p == RT_PHASE__COUNT)
+		return;
+	iv.phase = (uint8_t)p;
+	for (p = 0; p < sizeof(srcs) / sizeof(srcs[0]); p++)
+		if (obj_str(obj, "source", srcs[p]))
+			iv.source = (uint8_t)psrc(srcs[p]);
+	iv.start_ns = exact_u64(obj, "start_ns");
+	iv.end_ns = exact_u64(obj, "end_ns");
+	s->intervals[s->n_intervals++] = iv;
+}
+
+static void slice_of(const char *obj, struct rt_span *s)
+{
+	struct rt_span_slice *sl;
+
+	if (s->cpu.n_slices >= RT_SPAN_SLICES_MAX)
+		return;
+	sl = &s->cpu.slices[s->cpu.n_slices++];
+	sl->tid = (uint32_t)exact_u64(obj, "tid");
+	sl->start_ns = exact_u64(obj, "start_ns");
+	sl->end_ns = exact_u64(obj, "end_ns");
+	sl->shared = strstr(obj, "\"shared\":true") != NULL;
 }
 
 int rt_span_from_json(const char *text, struct rt_span *s)
@@ -307,11 +435,15 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 		if (cJSON_IsString(it))
 			s->phase_source[i] = psrc(it->valuestring);
 	}
+	each_object(text, "intervals", s, interval_of);
+	x_uint32(o, "intervals_dropped", &s->intervals_dropped);
+	each_object(text, "slices", s, slice_of);
 	v = cJSON_GetObjectItemCaseSensitive(o, "cpu");
 	if (cJSON_IsObject(v)) {
 		s->cpu.on_cpu_ns = ms_ns(v, "on_cpu_ms");
 		s->cpu.runq_ns = ms_ns(v, "runq_ms");
 		s->cpu.off_cpu_ns = ms_ns(v, "off_cpu_ms");
+		x_uint32(v, "slices_dropped", &s->cpu.slices_dropped);
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(v, "threads"))
 		{
 			struct rt_span_thread *t;

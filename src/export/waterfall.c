@@ -290,16 +290,72 @@ static void header(struct wf *w, const struct rt_span *s)
 	put_items(w, items, n);
 }
 
+/* A phase's intervals, where they lie in the span. */
+static void draw_intervals(struct wf *w, const struct rt_span *s, enum rt_phase p)
+{
+	struct seg sg[RT_SPAN_INTERVALS_MAX];
+	uint64_t origin = rt_span_origin_ns(s);
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < s->n_intervals && i < RT_SPAN_INTERVALS_MAX; i++) {
+		const struct rt_span_interval *iv = &s->intervals[i];
+
+		if (iv->phase != p || iv->end_ns <= iv->start_ns || iv->start_ns < origin)
+			continue;
+		sg[n++] = interval(w, (int64_t)(iv->start_ns - origin),
+				   (int64_t)(iv->end_ns - iv->start_ns),
+				   p == RT_PHASE_COMM_WAIT ? '~' : '#', phase_bg[p]);
+	}
+	draw(w, sg, n);
+}
+
+/*
+ * other is what no phase explains: drawn where no interval lies (the
+ * intervals are in start order). With intervals dropped those gaps are not
+ * known to be unexplained: nothing is drawn.
+ */
+static void draw_other(struct wf *w, const struct rt_span *s)
+{
+	struct seg sg[RT_SPAN_INTERVALS_MAX + 1];
+	uint64_t origin = rt_span_origin_ns(s), at = origin;
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; !s->intervals_dropped && i <= s->n_intervals && i <= RT_SPAN_INTERVALS_MAX;
+	     i++) {
+		bool last = i == s->n_intervals || i == RT_SPAN_INTERVALS_MAX;
+		uint64_t from = last ? s->end_ns : s->intervals[i].start_ns;
+
+		/* no cell of its own for a sliver: other is many of them between phases */
+		if (from > at && from <= s->end_ns) {
+			sg[n] = interval(w, (int64_t)(at - origin), (int64_t)(from - at), '#',
+					 phase_bg[RT_PHASE_OTHER]);
+			sg[n].from = col(w, (int64_t)(at - origin));
+			sg[n].to = col(w, (int64_t)(from - origin));
+			n++;
+		}
+		if (!last && s->intervals[i].end_ns > at)
+			at = s->intervals[i].end_ns;
+	}
+	draw(w, sg, n);
+}
+
 static void phases(struct wf *w, const struct rt_span *s)
 {
 	char nulls[256] = "", num[32];
 	size_t o = 0;
 	int64_t off = 0;
+	bool tl = s->n_intervals > 0;
 	int i, p;
 
 	fputc('\n', w->f);
 	axis(w);
-	/* Phases partition [arrival or start, end]: laid end to end in lifecycle order. */
+	/*
+	 * With a timeline each phase is drawn where its intervals lie; a span
+	 * without one (an older daemon's JSON) has totals only, which
+	 * partition [arrival or start, end]: laid end to end in lifecycle order.
+	 */
 	for (i = 0; i < RT_PHASE__COUNT; i++) {
 		int64_t v;
 		const char *src;
@@ -318,15 +374,32 @@ static void phases(struct wf *w, const struct rt_span *s)
 		src = rt_phase_source_name((enum rt_phase_source)s->phase_source[p]);
 		fprintf(w->f, "%-16s %10s  %-9s    ", rt_phase_name((enum rt_phase)p),
 			cell(num, sizeof(num), 10, v), src ? src : "-");
+		if (tl && p == RT_PHASE_OTHER) {
+			draw_other(w, s);
+			continue;
+		}
+		if (tl) {
+			draw_intervals(w, s, (enum rt_phase)p);
+			continue;
+		}
 		sg = interval(w, off, v, p == RT_PHASE_COMM_WAIT ? '~' : '#', phase_bg[p]);
 		draw(w, &sg, 1);
 		off += v > 0 ? v : 0;
 	}
 	if (s->phase_ns[RT_PHASE_COMM_WAIT] != RT_NULL_NS)
-		put_line(w, "comm_wait: summed waits inside prefill/decode");
+		put_line(w, tl ? "comm_wait: waits inside prefill/decode, drawn where they were" :
+				 "comm_wait: summed waits inside prefill/decode");
 	if (s->phase_ns[RT_PHASE_OTHER] != RT_NULL_NS && w->dur_ns > 0 &&
 	    s->phase_ns[RT_PHASE_OTHER] * 100 >= w->dur_ns)
-		put_line(w, "other: time no phase explains, wherever it fell");
+		put_line(w, tl ? "other: time no phase explains, where no phase was measured" :
+				 "other: time no phase explains, wherever it fell");
+	if (s->intervals_dropped) {
+		char line[LINE_MAX_BYTES];
+
+		snprintf(line, sizeof(line), "timeline: %u more intervals, not drawn",
+			 s->intervals_dropped);
+		put_line(w, line);
+	}
 	if (o) {
 		char line[LINE_MAX_BYTES];
 
@@ -336,6 +409,25 @@ static void phases(struct wf *w, const struct rt_span *s)
 	if (s->phase_ns[RT_PHASE_PRE_FIRST_TOKEN] != RT_NULL_NS &&
 	    s->phase_ns[RT_PHASE_TOKENIZE] == RT_NULL_NS)
 		put_line(w, "pre_first_token = queue+tokenize+prefill; markers split it");
+}
+
+/* When a thread ran for the request: its slices, where they lie in the span. */
+static void draw_slices(struct wf *w, const struct rt_span *s, uint32_t tid)
+{
+	struct seg sg[RT_SPAN_SLICES_MAX];
+	uint64_t origin = rt_span_origin_ns(s);
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < s->cpu.n_slices && i < RT_SPAN_SLICES_MAX; i++) {
+		const struct rt_span_slice *sl = &s->cpu.slices[i];
+
+		if (sl->tid != tid || sl->end_ns <= sl->start_ns || sl->start_ns < origin)
+			continue;
+		sg[n++] = interval(w, (int64_t)(sl->start_ns - origin),
+				   (int64_t)(sl->end_ns - sl->start_ns), '#', BG_ONCPU);
+	}
+	draw(w, sg, n);
 }
 
 static void threads(struct wf *w, const struct rt_span *s)
@@ -351,14 +443,24 @@ static void threads(struct wf *w, const struct rt_span *s)
 	}
 	fprintf(w->f, "%-7s %-15s%8s%8s %-1s %.*s\n", "TID", "COMM", "ON_CPU", "RUNQ", "S",
 		w->bar_w + 2,
-		w->color ? "green: on CPU, yellow: runqueue (S: shared)" :
-			   "# on CPU, - runqueue (S: shared)");
+		c->n_slices ? (w->color ? "green: on CPU, when (S: shared)" :
+					  "# on CPU, when (S: shared)") :
+		w->color    ? "green: on CPU, yellow: runqueue (S: shared)" :
+			      "# on CPU, - runqueue (S: shared)");
 	for (i = 0; i < n; i++) {
 		const struct rt_span_thread *t = &c->threads[i];
 		int64_t on = t->on_cpu_ns > 0 ? t->on_cpu_ns : 0;
 		int64_t rq = t->runq_ns > 0 ? t->runq_ns : 0;
 		struct seg sg[2];
 
+		clip_end(comm, sizeof(comm), t->comm, 15);
+		snprintf(tid, sizeof(tid), "%u", t->tid);
+		fprintf(w->f, "%7.7s %-15s%8s%8s %-1s ", tid, comm, cell(a, sizeof(a), 7, on),
+			cell(b, sizeof(b), 7, rq), t->shared ? "S" : "");
+		if (c->n_slices) {
+			draw_slices(w, s, t->tid);
+			continue;
+		}
 		/* when it ran is not in the span: bars show amounts, from the left */
 		sg[0] = interval(w, 0, on, '#', BG_ONCPU);
 		sg[1] = interval(w, on, rq, '-', BG_RUNQ);
@@ -369,10 +471,6 @@ static void threads(struct wf *w, const struct rt_span *s)
 			if (sg[1].to > w->bar_w)
 				sg[1].to = w->bar_w;
 		}
-		clip_end(comm, sizeof(comm), t->comm, 15);
-		snprintf(tid, sizeof(tid), "%u", t->tid);
-		fprintf(w->f, "%7.7s %-15s%8s%8s %-1s ", tid, comm, cell(a, sizeof(a), 7, on),
-			cell(b, sizeof(b), 7, rq), t->shared ? "S" : "");
 		draw(w, sg, 2);
 	}
 	snprintf(line, sizeof(line), "cpu: on %.1f ms, runqueue %.1f ms, off-CPU %.1f ms%s",
@@ -381,6 +479,11 @@ static void threads(struct wf *w, const struct rt_span *s)
 		 c->off_cpu_ns == RT_NULL_NS ? 0 : ms(c->off_cpu_ns),
 		 c->threads_dropped ? " (more threads summed in, not listed)" : "");
 	put_line(w, line);
+	if (c->slices_dropped) {
+		snprintf(line, sizeof(line), "cpu: %u more on-CPU slices, not drawn",
+			 c->slices_dropped);
+		put_line(w, line);
+	}
 }
 
 static void bytes(char *buf, size_t len, uint64_t b)

@@ -104,6 +104,91 @@ static void test_round_trip(void **state)
 	rt_jsonw_fini(&w);
 }
 
+/* A span with a timeline: two phase intervals, two slices (one shared). */
+static void timeline_sample(struct rt_span *s)
+{
+	sample(s);
+	s->phase_ns[RT_PHASE_PREFILL] = 20000000;
+	s->phase_source[RT_PHASE_PREFILL] = RT_PSRC_MARKER;
+	s->n_intervals = 2;
+	s->intervals[0] = (struct rt_span_interval){ .start_ns = s->start_ns,
+						     .end_ns = s->received_ns,
+						     .phase = RT_PHASE_RECEIVE,
+						     .source = RT_PSRC_PROBE };
+	s->intervals[1] = (struct rt_span_interval){ .start_ns = s->received_ns,
+						     .end_ns = s->first_token_ns,
+						     .phase = RT_PHASE_PREFILL,
+						     .source = RT_PSRC_MARKER };
+	s->intervals_dropped = 3;
+	s->cpu.n_slices = 2;
+	s->cpu.slices[0] = (struct rt_span_slice){
+		.start_ns = s->start_ns + 1, .end_ns = s->start_ns + 7, .tid = 4243, .shared = true
+	};
+	s->cpu.slices[1] = (struct rt_span_slice){ .start_ns = s->first_token_ns,
+						   .end_ns = s->end_ns,
+						   .tid = 4244 };
+	s->cpu.slices_dropped = 5;
+}
+
+static void test_timeline(void **state)
+{
+	struct rt_jsonw w;
+	struct rt_span s, back;
+	const char *j;
+	cJSON *o, *iv, *cpu;
+
+	(void)state;
+	timeline_sample(&s);
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_true(rt_jsonw_ok(&w));
+	j = rt_jsonw_str(&w);
+	/* exact instants, the documented key order */
+	assert_non_null(strstr(j, "\"intervals\":[{\"phase\":\"receive\",\"source\":\"probe\","
+				  "\"start_ns\":9007199254740993,\"end_ns\":9007199255740994},"
+				  "{\"phase\":\"prefill\",\"source\":\"marker\","
+				  "\"start_ns\":9007199255740994,\"end_ns\":9007199279740993}],"
+				  "\"intervals_dropped\":3,\"cpu\":{"));
+	assert_non_null(strstr(j, "\"slices\":[{\"tid\":4243,\"start_ns\":9007199254740994,"
+				  "\"end_ns\":9007199254741000,\"shared\":true},{\"tid\":4244,"));
+	assert_non_null(strstr(j, "\"shared\":false}],\"slices_dropped\":5}"));
+	o = cJSON_Parse(j);
+	assert_non_null(o);
+	iv = cJSON_GetObjectItem(o, "intervals");
+	assert_int_equal(cJSON_GetArraySize(iv), 2);
+	cpu = cJSON_GetObjectItem(o, "cpu");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cpu, "slices")), 2);
+	cJSON_Delete(o);
+
+	/* back, exactly: the top-level instants are not confused with the arrays' */
+	assert_int_equal(rt_span_from_json(j, &back), 0);
+	assert_int_equal(back.start_ns, s.start_ns);
+	assert_int_equal(back.end_ns, s.end_ns);
+	assert_int_equal(back.n_intervals, 2);
+	assert_int_equal(back.intervals_dropped, 3);
+	assert_memory_equal(back.intervals, s.intervals, 2 * sizeof(s.intervals[0]));
+	assert_int_equal(back.cpu.n_slices, 2);
+	assert_int_equal(back.cpu.slices_dropped, 5);
+	assert_int_equal(back.cpu.slices[0].start_ns, s.cpu.slices[0].start_ns);
+	assert_int_equal(back.cpu.slices[0].end_ns, s.cpu.slices[0].end_ns);
+	assert_int_equal(back.cpu.slices[0].tid, 4243);
+	assert_true(back.cpu.slices[0].shared);
+	assert_int_equal(back.cpu.slices[1].end_ns, s.end_ns);
+	assert_false(back.cpu.slices[1].shared);
+	rt_jsonw_fini(&w);
+
+	/* none: empty arrays and zero counts, never null */
+	sample(&s);
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"intervals\":[],\"intervals_dropped\":0,"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"slices\":[],\"slices_dropped\":0}"));
+	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
+	assert_int_equal(back.n_intervals, 0);
+	assert_int_equal(back.cpu.n_slices, 0);
+	rt_jsonw_fini(&w);
+}
+
 static void test_writer_escapes_and_bounds(void **state)
 {
 	struct rt_jsonw w;
@@ -186,6 +271,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_and_nulls),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_timeline),
 		cmocka_unit_test(test_writer_escapes_and_bounds),
 		cmocka_unit_test(test_store),
 	};

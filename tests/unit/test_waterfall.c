@@ -367,6 +367,76 @@ static void test_errors(void **state)
 	assert_int_equal(rt_waterfall_print(stdout, NULL, NULL), -EINVAL);
 }
 
+static void timeline_iv(struct rt_span *s, enum rt_phase p, int64_t from_ms, int64_t to_ms)
+{
+	struct rt_span_interval *iv = &s->intervals[s->n_intervals++];
+
+	iv->start_ns = T0 + (uint64_t)(from_ms * MS);
+	iv->end_ns = T0 + (uint64_t)(to_ms * MS);
+	iv->phase = (uint8_t)p;
+	iv->source = s->phase_source[p];
+}
+
+static void expect_bar(const char *out, const char *prefix, int spaces, char ch, int n, int rest)
+{
+	char row[512], bar[512], want[512];
+	int o = 0, i;
+
+	assert_true(find_line(out, prefix, row, sizeof(row)));
+	bar_of(row, bar, sizeof(bar));
+	for (i = 0; i < spaces; i++)
+		want[o++] = ' ';
+	for (i = 0; i < n; i++)
+		want[o++] = ch;
+	for (i = 0; i < rest; i++)
+		want[o++] = ' ';
+	want[o] = '\0';
+	assert_string_equal(bar, want);
+}
+
+/* With a timeline, phases and threads are drawn where they happened (50 cells: 20 ms each). */
+static void test_timeline_drawn(void **state)
+{
+	struct rt_span s;
+	char *out;
+	int ret;
+
+	(void)state;
+	zero_code(&s);
+	phase(&s, RT_PHASE_COMM_WAIT, 100, RT_PSRC_PROBE);
+	timeline_iv(&s, RT_PHASE_PRE_FIRST_TOKEN, 100, 600);
+	timeline_iv(&s, RT_PHASE_DECODE, 600, 900);
+	timeline_iv(&s, RT_PHASE_COMM_WAIT, 700, 800);
+	timeline_iv(&s, RT_PHASE_POSTPROCESS, 900, 1000);
+	s.cpu.n_slices = 1;
+	s.cpu.slices[0].tid = 1234;
+	s.cpu.slices[0].start_ns = T0 + 200 * MS;
+	s.cpu.slices[0].end_ns = T0 + 400 * MS;
+	out = render(&s, 94, false, &ret);
+	assert_int_equal(ret, 0);
+	expect_bar(out, "pre_first_token", 5, '#', 25, 20);
+	expect_bar(out, "decode", 30, '#', 15, 5);
+	expect_bar(out, "comm_wait", 35, '~', 5, 10);
+	expect_bar(out, "postprocess", 45, '#', 5, 0);
+	/* receive has no interval: not drawn; other fills what no interval covers */
+	expect_bar(out, "receive", 0, '#', 0, 50);
+	expect_bar(out, "other", 0, '#', 5, 45);
+	expect_bar(out, "   1234", 10, '#', 10, 30);
+	expect_bar(out, "   1240", 0, '#', 0, 50); /* no slice: when it ran is not known */
+	assert_non_null(strstr(out, "# on CPU, when (S: shared)"));
+	assert_null(strstr(out, "more intervals"));
+	free(out);
+
+	/* dropped intervals: other is not drawn, and the drop is said */
+	s.intervals_dropped = 2;
+	s.cpu.slices_dropped = 3;
+	out = render(&s, 94, false, &ret);
+	expect_bar(out, "other", 0, '#', 0, 50);
+	assert_non_null(strstr(out, "timeline: 2 more intervals, not drawn"));
+	assert_non_null(strstr(out, "cpu: 3 more on-CPU slices, not drawn"));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -377,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_long_and_hostile_strings),
 		cmocka_unit_test(test_zero_and_bad_durations),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_timeline_drawn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
