@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "export/prom.h"
+
 #define KIND_INTERNAL 1
 #define KIND_SERVER 2
 #define STATUS_ERROR 2
@@ -212,44 +214,6 @@ static double reported(const struct rt_span *s, const char *const *names, bool *
 	return 0;
 }
 
-/* gen_ai.operation.name from the path of the usual inference APIs */
-static const char *operation(const char *path)
-{
-	static const struct {
-		const char *suffix;
-		const char *op;
-	} ops[] = {
-		{ "/chat/completions", "chat" },
-		{ "/responses", "chat" },
-		{ "/v1/messages", "chat" },
-		{ "/api/chat", "chat" },
-		{ "/completions", "text_completion" },
-		{ "/completion", "text_completion" },
-		{ "/generate", "text_completion" },
-		{ "/generate_stream", "text_completion" },
-		{ "/api/generate", "text_completion" },
-		{ "/embeddings", "embeddings" },
-		{ "/embedding", "embeddings" },
-		{ "/api/embed", "embeddings" },
-	};
-	char p[RT_SPAN_PATH_MAX];
-	size_t i, n, l;
-
-	n = strcspn(path, "?");
-	if (n >= sizeof(p))
-		n = sizeof(p) - 1;
-	memcpy(p, path, n);
-	p[n] = '\0';
-	while (n > 1 && p[n - 1] == '/')
-		p[--n] = '\0';
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		l = strlen(ops[i].suffix);
-		if (n >= l && !strcmp(p + n - l, ops[i].suffix))
-			return ops[i].op;
-	}
-	return NULL;
-}
-
 /* "client_ip:port->server_ip:port" into the semconv address attributes */
 static void conn_attrs(struct rt_jsonw *w, const char *conn)
 {
@@ -320,8 +284,9 @@ static void request_attrs(struct rt_jsonw *w, const struct rt_span *s)
 		attr_int(w, "http.response.status_code", s->status);
 	conn_attrs(w, s->conn);
 
-	op = operation(s->path);
-	if (op)
+	/* the same mapping as the metrics' operation label */
+	op = rt_prom_operation(s->path);
+	if (strcmp(op, "unknown"))
 		attr_str(w, "gen_ai.operation.name", op);
 	v = reported(s, in_names, &found);
 	if (found)
