@@ -204,8 +204,8 @@ static void finished(struct rt_otlp *x, CURLcode res)
 		if (x->attempt >= RETRIES_MAX) {
 			char m2[200];
 
-			snprintf(m2, sizeof(m2), "%.100s: batch of %u dropped after %u retries", msg,
-				 x->body_spans, x->attempt);
+			snprintf(m2, sizeof(m2), "%.100s: batch of %u dropped after %u retries",
+				 msg, x->body_spans, x->attempt);
 			fail_log(x, m2);
 			x->st.dropped_retries_exhausted += x->body_spans;
 			batch_end(x);

@@ -22,10 +22,12 @@ import gzip
 import http.server
 import json
 import os
+import socket
 import socketserver
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import live_common as lc  # noqa: E402
@@ -106,6 +108,14 @@ def request_ids(post):
     return out
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def wait_for(pred, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -124,7 +134,8 @@ def main():
     env["OTEL_SERVICE_NAME"] = "rt-otlp-test"
     # the flag wins over the environment (docs/otlp.md, precedence)
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9/nowhere"
-    daemon = lc.Daemon(["--pid", str(server.pid),
+    mport = free_port()
+    daemon = lc.Daemon(["--pid", str(server.pid), "--metrics-listen", "127.0.0.1:%d" % mport,
                         "--otlp-endpoint", "http://127.0.0.1:%d/v1/traces" % rx.port,
                         "--otlp-batch-delay", "200ms", "--otlp-headers", "x-test=a%2Cb"],
                        env=env)
@@ -242,6 +253,11 @@ def main():
         check(st["exported"] == N, "exported stays %d" % st["exported"])
         bad = sum(bool(ov.validate(p["body"])) for p in later)
         check(bad == 0, "the 400'd payloads validate too (%d fail)" % bad)
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=10) as resp:
+            body = resp.read().decode()
+        for line in ('reqtrace_exported_spans_total{exporter="otlp"} %d' % N,
+                     'reqtrace_dropped_total{stage="otlp_rejected"} %d' % M):
+            check(line in body.splitlines(), "/metrics: %s" % line)
     finally:
         code = daemon.stop()
         server.stop()

@@ -13,8 +13,8 @@ numbers too, but our encoder must not rely on it.
 validate(payload, external_parents=()) returns a list of errors ([] when
 valid). A child's parentSpanId must name a span of the same trace in the
 same payload, or be one of external_parents (the span id an incoming
-traceparent named). Usable as a script: otlp_validate.py FILE... (one JSON
-body per line).
+traceparent named). Usable as a script: otlp_validate.py [--parent=SPANID]...
+FILE... (one JSON body per line; --parent names an external parent).
 """
 
 import json
@@ -266,12 +266,16 @@ def _self_test():
 if __name__ == "__main__":
     _self_test()
     bad = 0
-    for path in sys.argv[1:]:
+    parents = [a[len("--parent="):] for a in sys.argv[1:] if a.startswith("--parent=")]
+    paths = [a for a in sys.argv[1:] if not a.startswith("--parent=")]
+    for path in paths:
         with open(path) as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                for e in validate(json.loads(line)):
-                    print("%s:%d: %s" % (path, n, e))
-                    bad += 1
+            lines = [l for l in f if l.strip()]
+        if not lines:
+            print("%s: no payload" % path)
+            bad += 1
+        for n, line in enumerate(lines, 1):
+            for e in validate(json.loads(line), parents):
+                print("%s:%d: %s" % (path, n, e))
+                bad += 1
     sys.exit(1 if bad else 0)

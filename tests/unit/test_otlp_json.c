@@ -370,6 +370,33 @@ static void test_write_line(void **state)
 	free(buf);
 }
 
+/* A file for tests/integration/otlp_validate.py (ctest otlp_validate): the
+ * encoder's output with children of every kind, checked by the Python
+ * validator written from the OTLP/JSON rules. */
+static void test_write_sample(void **state)
+{
+	struct rt_otlp_resource res = { .service_name = "sample", .host_name = "h" };
+	struct rt_span s[3];
+	char path[4096];
+	FILE *f;
+
+	(void)state;
+	sample(&s[0], "plain", 1);
+	sample(&s[1], "traced", 1);
+	strcpy(s[1].trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+	strcpy(s[1].parent_span_id, "00f067aa0ba902b7");
+	sample(&s[2], "other-process", 2);
+	s[2].status = 500;
+	s[2].gpu.present = true;
+	s[2].gpu.launches = 3;
+	snprintf(path, sizeof(path), "%s/otlp_sample.jsonl", RT_BINARY_DIR);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(rt_otlp_json_write(f, s, 3, &res), 0);
+	assert_int_equal(rt_otlp_json_write(f, s, 1, NULL), 0);
+	assert_int_equal(fclose(f), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_epoch_offset),
 		cmocka_unit_test(test_cgroup),
 		cmocka_unit_test(test_write_line),
+		cmocka_unit_test(test_write_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
