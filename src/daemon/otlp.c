@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * OTLP/HTTP export (otlp.h, docs/otlp.md). libcurl because a collector is
- * often behind TLS, proxies and redirects, and speaks HTTP/1.1 and 2:
+ * often behind TLS and proxies, and speaks HTTP/1.1 and 2:
  * writing that client by hand on uv_tcp_t would mean our own TLS and
  * HTTP framing. Its multi interface hands us its sockets and timeout, so
  * the daemon's one loop drives it (libcurl's documented libuv pattern).

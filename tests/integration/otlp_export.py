@@ -50,6 +50,7 @@ class Receiver:
         self.posts = []  # dicts: t, status, headers, body (parsed), raw
         self.plan = []  # statuses for the next POSTs, in order
         self.default = 200
+        self.hung = threading.Event()
         rx = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -71,6 +72,11 @@ class Receiver:
                     body = {"_unparsable": str(e)}
                 with rx.lock:
                     status = rx.plan.pop(0) if rx.plan else rx.default
+                if status == "hang":  # a collector that never answers
+                    rx.hung.set()
+                    time.sleep(60)
+                    return
+                with rx.lock:
                     rx.posts.append({"t": t, "status": status, "path": self.path,
                                      "headers": dict(self.headers), "body": body,
                                      "raw": raw})
@@ -137,7 +143,8 @@ def main():
     mport = free_port()
     daemon = lc.Daemon(["--pid", str(server.pid), "--metrics-listen", "127.0.0.1:%d" % mport,
                         "--otlp-endpoint", "http://127.0.0.1:%d/v1/traces" % rx.port,
-                        "--otlp-batch-delay", "200ms", "--otlp-headers", "x-test=a%2Cb"],
+                        "--otlp-batch-delay", "200ms", "--otlp-headers", "x-test=a%2Cb",
+                        "--otlp-timeout", "60s"],
                        env=env)
     # monotonic -> wall for the load client's send times (the same clocks)
     mono_off = time.time_ns() - time.monotonic_ns()
@@ -258,11 +265,21 @@ def main():
         for line in ('reqtrace_exported_spans_total{exporter="otlp"} %d' % N,
                      'reqtrace_dropped_total{stage="otlp_rejected"} %d' % M):
             check(line in body.splitlines(), "/metrics: %s" % line)
+
+        # ---- a collector that never answers: stopping with a POST in flight ----
+        rx.default = "hang"
+        lc.run_load(server.port, "--concurrency", 1, "--requests", 2, "--max-tokens", 2,
+                    "--id-prefix", "otlp-c-")
+        check(rx.hung.wait(WAIT_S), "a POST is in flight to a collector that does not answer")
+        st = daemon.status()["otlp"]
+        check(st["queued"] >= 1, "status: %d queued while it hangs" % st["queued"])
     finally:
         code = daemon.stop()
         server.stop()
         rx.close()
-    check(code == 0, "reqtraced exits cleanly with the exporter on (%s)" % code)
+    check(code == 0, "reqtraced exits cleanly with a POST in flight (%s)" % code)
+    check("still queued at exit, dropped" in daemon.log_text(),
+          "what was queued at exit is counted and logged")
     lc.finish()
 
 
