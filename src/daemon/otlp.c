@@ -70,8 +70,7 @@ struct rt_otlp {
 	char retry_after[64];
 	bool failing; /* logged once until delivery resumes */
 
-	double tokens; /* the volume cap's bucket */
-	uint64_t refill_ns;
+	struct rt_otlp_bucket cap; /* otlp_max_spans_per_s */
 	struct rt_otlp_stats st;
 };
 
@@ -457,7 +456,6 @@ static void kick(struct rt_otlp *x)
 void rt_otlp__add(struct rt_otlp *x, const struct rt_span *s)
 {
 	char trace[33], span[17];
-	uint64_t now;
 
 	if (!x || x->closing)
 		return;
@@ -475,17 +473,9 @@ void rt_otlp__add(struct rt_otlp *x, const struct rt_span *s)
 			return;
 		}
 	}
-	if (x->o.max_spans_per_s) {
-		now = rt_now_ns();
-		x->tokens += (double)(now - x->refill_ns) * x->o.max_spans_per_s / 1e9;
-		if (x->tokens > x->o.max_spans_per_s) /* a burst of one second at most */
-			x->tokens = x->o.max_spans_per_s;
-		x->refill_ns = now;
-		if (x->tokens < 1.0) {
-			x->st.dropped_rate_limited++;
-			return;
-		}
-		x->tokens -= 1.0;
+	if (!rt_otlp_bucket_take(&x->cap, rt_now_ns(), x->o.max_spans_per_s)) {
+		x->st.dropped_rate_limited++;
+		return;
 	}
 	if (x->count == x->o.queue) {
 		x->st.dropped_queue_full++;
@@ -603,8 +593,10 @@ struct rt_otlp *rt_otlp__new(uv_loop_t *loop, const struct rt_otlp_opts *o)
 	x->o = *o;
 	if (!x->o.queue)
 		x->o.queue = 2048;
-	if (!x->o.batch || x->o.batch > x->o.queue)
-		x->o.batch = x->o.queue < 512 ? x->o.queue : 512;
+	if (!x->o.batch)
+		x->o.batch = 512;
+	if (x->o.batch > x->o.queue) /* a batch never waits for more than fit */
+		x->o.batch = x->o.queue;
 	if (!x->o.batch_delay_ms)
 		x->o.batch_delay_ms = 1000;
 	x->endpoint = dup_or_null(o->endpoint, &bad);
@@ -649,8 +641,6 @@ struct rt_otlp *rt_otlp__new(uv_loop_t *loop, const struct rt_otlp_opts *o)
 	uv_timer_init(loop, &x->flush_timer);
 	x->flush_timer.data = x;
 	x->open_handles = 2;
-	x->refill_ns = rt_now_ns();
-	x->tokens = x->o.max_spans_per_s;
 	ilog("otlp: exporting to %s (%s, batch %u, queue %u)", x->endpoint,
 	     x->o.no_gzip ? "uncompressed" : "gzip", x->o.batch, x->o.queue);
 	return x;

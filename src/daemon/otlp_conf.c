@@ -257,6 +257,23 @@ int rt_otlp_partial_success(const char *body, size_t len, uint64_t *rejected, ch
 	return 0;
 }
 
+bool rt_otlp_bucket_take(struct rt_otlp_bucket *b, uint64_t now_ns, uint32_t rate)
+{
+	if (!rate)
+		return true;
+	if (!b->last_ns)
+		b->tokens = rate;
+	else if (now_ns > b->last_ns)
+		b->tokens += (double)(now_ns - b->last_ns) * rate / 1e9;
+	if (b->tokens > rate)
+		b->tokens = rate;
+	b->last_ns = now_ns;
+	if (b->tokens < 1.0)
+		return false;
+	b->tokens -= 1.0;
+	return true;
+}
+
 bool rt_otlp_sampled(const char *trace_id, double ratio)
 {
 	uint64_t v = 0;

@@ -246,6 +246,28 @@ static void test_partial_success(void **state)
 	assert_int_equal(rt_otlp_partial_success("", 0, &n, msg, sizeof(msg)), -EINVAL);
 }
 
+static void test_bucket(void **state)
+{
+	struct rt_otlp_bucket b = { 0 };
+	uint64_t t = 5000000000ULL;
+	int i, n = 0;
+
+	(void)state;
+	/* a burst of one second's worth, then nothing until time passes */
+	for (i = 0; i < 20; i++)
+		n += rt_otlp_bucket_take(&b, t, 10);
+	assert_int_equal(n, 10);
+	assert_false(rt_otlp_bucket_take(&b, t + 50000000, 10)); /* half a token */
+	assert_true(rt_otlp_bucket_take(&b, t + 100000000, 10));
+	/* ten seconds idle refill one second's worth, not ten */
+	for (i = 0, n = 0; i < 200; i++)
+		n += rt_otlp_bucket_take(&b, t + 10000000000ULL, 10);
+	assert_int_equal(n, 10);
+	for (i = 0, n = 0; i < 100; i++)
+		n += rt_otlp_bucket_take(&b, t, 0); /* no cap */
+	assert_int_equal(n, 100);
+}
+
 static void test_sampled(void **state)
 {
 	char id[33];
@@ -272,7 +294,7 @@ int main(void)
 		cmocka_unit_test(test_backoff),	    cmocka_unit_test(test_headers),
 		cmocka_unit_test(test_env),	    cmocka_unit_test(test_env_precedence),
 		cmocka_unit_test(test_config_keys), cmocka_unit_test(test_partial_success),
-		cmocka_unit_test(test_sampled),
+		cmocka_unit_test(test_sampled),	    cmocka_unit_test(test_bucket),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -96,6 +96,17 @@ int rt_otlp_env_read(const char *(*get)(const char *name), struct rt_otlp_env *o
 int rt_otlp_partial_success(const char *body, size_t len, uint64_t *rejected, char *msg,
 			    size_t msg_len);
 
+/*
+ * The volume cap: a token bucket of rate tokens per second holding one
+ * second's worth at most (the burst). Starts full at the first take.
+ */
+struct rt_otlp_bucket {
+	double tokens;
+	uint64_t last_ns; /* 0: not used yet */
+};
+/* Takes one token at now_ns (monotonic); false: over the cap. rate 0: no cap. */
+bool rt_otlp_bucket_take(struct rt_otlp_bucket *b, uint64_t now_ns, uint32_t rate);
+
 /* Whether the request with this trace id (32 hex digits) is exported at ratio. */
 bool rt_otlp_sampled(const char *trace_id, double ratio);
 
