@@ -15,7 +15,12 @@ reqtraced traces it and exports. Checked:
   - with every POST answered 400, no request is delivered, none is
     retried, and `status` counts each as dropped (otlp.dropped.rejected,
     drops.otlp_rejected);
-  - OTEL_SERVICE_NAME and --otlp-headers reach the collector.
+  - OTEL_SERVICE_NAME and --otlp-headers reach the collector;
+  - stopping with a POST in flight (a collector that hangs) exits 0;
+  - https configured by the environment alone (OTEL_EXPORTER_OTLP_ENDPOINT
+    as a base URL, _CERTIFICATE, _COMPRESSION=none): a self-signed
+    collector the CA names gets every request once; one it does not gets
+    nothing (the batch retried, last_error names the certificate).
 """
 
 import gzip
@@ -24,6 +29,9 @@ import json
 import os
 import socket
 import socketserver
+import ssl
+import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -45,7 +53,7 @@ WAIT_S = 40
 class Receiver:
     """POSTs recorded with their receipt time and the status they got."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
         self.lock = threading.Lock()
         self.posts = []  # dicts: t, status, headers, body (parsed), raw
         self.plan = []  # statuses for the next POSTs, in order
@@ -93,6 +101,10 @@ class Receiver:
             daemon_threads = True
 
         self.srv = S(("127.0.0.1", 0), H)
+        if tls:  # (cert, key): an https collector
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
         self.port = self.srv.server_address[1]
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
@@ -120,6 +132,62 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def make_cert(d, name):
+    """A self-signed certificate for 127.0.0.1: (cert, key) paths."""
+    cert, key = os.path.join(d, name + ".pem"), os.path.join(d, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return cert, key
+
+
+def check_tls(server):
+    """https through the environment alone: OTEL_EXPORTER_OTLP_ENDPOINT (a base
+    URL) and OTEL_EXPORTER_OTLP_CERTIFICATE; a wrong CA is refused."""
+    d = tempfile.mkdtemp(prefix="rt-otlp-tls-")
+    tb._tmpdirs.append(d)
+    good, other = make_cert(d, "collector"), make_cert(d, "other")
+    rx = Receiver(tls=good)
+    for ca, want in ((other[0], False), (good[0], True)):
+        env = os.environ.copy()
+        env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:%d/" % rx.port,
+                    "OTEL_EXPORTER_OTLP_CERTIFICATE": ca,
+                    "OTEL_EXPORTER_OTLP_COMPRESSION": "none"})
+        d2 = lc.Daemon(["--pid", str(server.pid), "--otlp-batch-delay", "200ms"], env=env)
+        try:
+            n0 = len(rx.snapshot())
+            pre = "otlp-tls-%d-" % want
+            out, _ = lc.run_load(server.port, "--concurrency", 1, "--requests", 3,
+                                 "--max-tokens", 2, "--id-prefix", pre)
+            ids = {x["request_id"] for x in out if x.get("ok")}
+            if want:
+                wait_for(lambda: ids <= {i for p in rx.snapshot() for i in request_ids(p)},
+                         WAIT_S)
+                posts = rx.snapshot()[n0:]
+                got = sorted(i for p in posts for i in request_ids(p) if i in ids)
+                check(len(ids) == 3 and got == sorted(ids),
+                      "https with OTEL_EXPORTER_OTLP_CERTIFICATE: %d of 3 delivered once"
+                      % len(got))
+                check(all(p["path"] == "/v1/traces" and "Content-Encoding" not in p["headers"]
+                          for p in posts),
+                      "the base URL got /v1/traces; OTEL_EXPORTER_OTLP_COMPRESSION=none")
+                check(not any(ov.validate(p["body"]) for p in posts),
+                      "the https payloads validate")
+            else:
+                wait_for(lambda: d2.status()["otlp"]["retries"] >= 1, WAIT_S)
+                st = d2.status()["otlp"]
+                check(st["exported"] == 0 and st["retries"] >= 1 and len(rx.snapshot()) == n0
+                      and "certificate" in (st["last_error"] or "").lower(),
+                      "a collector the CA does not vouch for gets nothing, the batch is "
+                      "retried (%s)" % st["last_error"])
+        finally:
+            code = d2.stop()
+        check(code == 0, "reqtraced (https, %s CA) exits cleanly (%s)"
+              % ("right" if want else "wrong", code))
+    rx.close()
 
 
 def wait_for(pred, timeout):
@@ -275,11 +343,14 @@ def main():
         check(st["queued"] >= 1, "status: %d queued while it hangs" % st["queued"])
     finally:
         code = daemon.stop()
-        server.stop()
         rx.close()
     check(code == 0, "reqtraced exits cleanly with a POST in flight (%s)" % code)
     check("still queued at exit, dropped" in daemon.log_text(),
           "what was queued at exit is counted and logged")
+    try:
+        check_tls(server)
+    finally:
+        server.stop()
     lc.finish()
 
 
