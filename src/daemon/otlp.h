@@ -47,7 +47,8 @@ struct rt_otlp_stats {
 
 /*
  * Off (returns NULL, errno 0) unless o->endpoint. NULL with errno set on a
- * bad option (headers, CA file) or no memory. host_name: the resource's.
+ * bad option (headers, CA file) or no memory. The resource's host.name is
+ * gethostname(); OTEL_RESOURCE_ATTRIBUTES is read here.
  */
 struct rt_otlp *rt_otlp__new(uv_loop_t *loop, const struct rt_otlp_opts *o);
 /* One finished span (copied). */
