@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 dir=${1:-build-arm64}
 
 pkgs=(file gcc-aarch64-linux-gnu libc6-dev-arm64-cross libbpf-dev:arm64 libelf-dev:arm64
-      zlib1g-dev:arm64 libuv1-dev:arm64 libcjson-dev:arm64 libinih-dev:arm64)
+      zlib1g-dev:arm64 libuv1-dev:arm64 libcjson-dev:arm64 libinih-dev:arm64
+      libcurl4-openssl-dev:arm64)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

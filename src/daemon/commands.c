@@ -14,6 +14,7 @@
 #include "correlate/gpu.h"
 #include "daemon.h"
 #include "export/span_json.h"
+#include "otlp.h"
 #include "sources/bpf_source.h"
 
 static void send_jsonw(struct rt_ctl_client *cl, struct rt_jsonw *w)
@@ -249,6 +250,57 @@ void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 	fn(ctx, "recording_errors", d->rec_errors);
 	fn(ctx, "bpf_gpu_attach_failed", bs->gpu_attach_failed);
 	fn(ctx, "bpf_gpu_calls_full", bs->gpu_calls_full);
+	if (d->otlp) {
+		struct rt_otlp_stats os;
+
+		rt_otlp__stats(d->otlp, &os);
+		fn(ctx, "otlp_queue_full", os.dropped_queue_full);
+		fn(ctx, "otlp_rate_limited", os.dropped_rate_limited);
+		fn(ctx, "otlp_rejected", os.dropped_rejected);
+		fn(ctx, "otlp_retries_exhausted", os.dropped_retries_exhausted);
+		fn(ctx, "otlp_encode", os.dropped_encode);
+		fn(ctx, "otlp_partial_rejected", os.rejected_spans);
+	}
+}
+
+/* The OTLP exporter's state (docs/protocol.md, docs/otlp.md); null when off. */
+static void status_otlp(struct rt_daemon *d, struct rt_jsonw *w)
+{
+	struct rt_otlp_stats os;
+
+	rt_jsonw_key(w, "otlp");
+	if (!d->otlp) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_otlp__stats(d->otlp, &os);
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "endpoint");
+	rt_jsonw_str_val(w, rt_otlp__endpoint(d->otlp));
+	key_u64(w, "queued", os.queued);
+	key_u64(w, "exported", os.exported);
+	key_u64(w, "requests", os.requests);
+	key_u64(w, "retries", os.retries);
+	key_u64(w, "bytes_sent", os.bytes_sent);
+	key_u64(w, "sampled_out", os.sampled_out);
+	key_u64(w, "amended_skipped", os.amended_skipped);
+	rt_jsonw_key(w, "dropped");
+	rt_jsonw_obj_open(w);
+	key_u64(w, "queue_full", os.dropped_queue_full);
+	key_u64(w, "rate_limited", os.dropped_rate_limited);
+	key_u64(w, "rejected", os.dropped_rejected);
+	key_u64(w, "retries_exhausted", os.dropped_retries_exhausted);
+	key_u64(w, "encode", os.dropped_encode);
+	key_u64(w, "shutdown", os.dropped_shutdown);
+	rt_jsonw_obj_close(w);
+	key_u64(w, "rejected_spans", os.rejected_spans);
+	key_u64(w, "last_status", (uint64_t)os.last_status);
+	rt_jsonw_key(w, "last_error");
+	if (os.last_error[0])
+		rt_jsonw_str_val(w, os.last_error);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_obj_close(w);
 }
 
 static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
@@ -369,6 +421,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	} else {
 		rt_jsonw_null(&w);
 	}
+	status_otlp(d, &w);
 	rt_jsonw_obj_close(&w);
 	send_jsonw(cl, &w);
 	rt_jsonw_fini(&w);

@@ -14,6 +14,7 @@
 #include <ini.h>
 
 #include "common/dur.h"
+#include "daemon/otlp_conf.h"
 #include "daemon/procfs.h"
 
 /* A file larger than this is no config file: refuse rather than read it all. */
@@ -46,6 +47,17 @@ static const struct {
 	[RT_CFG_MAX_REQUESTS] = { "max_requests", "limits" },
 	[RT_CFG_IDLE_TIMEOUT] = { "idle_timeout", "limits" },
 	[RT_CFG_METRICS_LISTEN] = { "metrics_listen", "exporters" },
+	[RT_CFG_OTLP_ENDPOINT] = { "otlp_endpoint", "exporters" },
+	[RT_CFG_OTLP_HEADERS] = { "otlp_headers", "exporters" },
+	[RT_CFG_OTLP_COMPRESSION] = { "otlp_compression", "exporters" },
+	[RT_CFG_OTLP_TIMEOUT] = { "otlp_timeout", "exporters" },
+	[RT_CFG_OTLP_CA_FILE] = { "otlp_ca_file", "exporters" },
+	[RT_CFG_OTLP_SERVICE_NAME] = { "otlp_service_name", "exporters" },
+	[RT_CFG_OTLP_SAMPLE_RATIO] = { "otlp_sample_ratio", "exporters" },
+	[RT_CFG_OTLP_MAX_SPANS_PER_S] = { "otlp_max_spans_per_s", "exporters" },
+	[RT_CFG_OTLP_QUEUE] = { "otlp_queue", "exporters" },
+	[RT_CFG_OTLP_BATCH] = { "otlp_batch", "exporters" },
+	[RT_CFG_OTLP_BATCH_DELAY] = { "otlp_batch_delay", "exporters" },
 };
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
@@ -58,6 +70,7 @@ void rt_config_init(struct rt_config *c)
 	c->o.socket_group = (gid_t)-1;
 	c->inject = true;
 	c->log_level = RT_LOG_INFO;
+	rt_otlp_opts_init(&c->o.otlp);
 }
 
 void rt_config_fini(struct rt_config *c)
@@ -337,6 +350,93 @@ full:
 	return -E2BIG;
 }
 
+/* The otlp_* keys (docs/otlp.md). */
+static int set_otlp(struct rt_config *c, enum rt_cfg_key k, const char *value, char *why,
+		    size_t len)
+{
+	struct rt_otlp_opts *o = &c->o.otlp;
+	struct rt_otlp_header h[RT_OTLP_HEADERS_MAX];
+	const char *s = NULL;
+	unsigned long v;
+	uint64_t ns;
+	double r;
+	char *end;
+
+	switch (k) {
+	case RT_CFG_OTLP_ENDPOINT:
+		/* empty or off: no export (the default) */
+		if (!*value || !strcasecmp(value, "off")) {
+			o->endpoint = NULL;
+			return 0;
+		}
+		if (strncmp(value, "http://", 7) && strncmp(value, "https://", 8))
+			return fail(why, len,
+				    "bad URL '%s' (want http://HOST[:PORT]/PATH or https://...)",
+				    value);
+		if (strlen(value) >= RT_OTLP_URL_MAX)
+			return fail(why, len, "URL longer than %d characters", RT_OTLP_URL_MAX - 1);
+		break;
+	case RT_CFG_OTLP_HEADERS:
+		if (rt_otlp_parse_headers(value, h, RT_OTLP_HEADERS_MAX, why, len) < 0)
+			return -EINVAL;
+		break;
+	case RT_CFG_OTLP_COMPRESSION:
+		if (strcasecmp(value, "gzip") && strcasecmp(value, "none"))
+			return fail(why, len, "bad compression '%s' (want gzip or none)", value);
+		o->no_gzip = !strcasecmp(value, "none");
+		return 0;
+	case RT_CFG_OTLP_TIMEOUT:
+	case RT_CFG_OTLP_BATCH_DELAY:
+		if (rt_dur_parse(value, &ns) || ns < 1000000 || ns > 3600ULL * 1000000000ULL)
+			return fail(why, len,
+				    "bad duration '%s' (want 1ms to 1h, with a unit: ms, s, m)",
+				    value);
+		if (k == RT_CFG_OTLP_TIMEOUT)
+			o->timeout_ms = (uint32_t)(ns / 1000000);
+		else
+			o->batch_delay_ms = (uint32_t)(ns / 1000000);
+		return 0;
+	case RT_CFG_OTLP_CA_FILE:
+	case RT_CFG_OTLP_SERVICE_NAME:
+		break;
+	case RT_CFG_OTLP_SAMPLE_RATIO:
+		errno = 0;
+		r = strtod(value, &end);
+		if (errno || end == value || *end || !(r >= 0.0 && r <= 1.0))
+			return fail(why, len, "bad ratio '%s' (want 0 to 1)", value);
+		o->sample_ratio = r;
+		return 0;
+	case RT_CFG_OTLP_MAX_SPANS_PER_S:
+		if (parse_count(value, 0, 10000000, &v))
+			return fail(why, len, "bad rate '%s' (want 0 (no cap) to 10000000)", value);
+		o->max_spans_per_s = (uint32_t)v;
+		return 0;
+	case RT_CFG_OTLP_QUEUE:
+	case RT_CFG_OTLP_BATCH:
+		if (parse_count(value, 1, 1000000, &v))
+			return fail(why, len, "bad number '%s' (want 1 to 1000000)", value);
+		if (k == RT_CFG_OTLP_QUEUE)
+			o->queue = (uint32_t)v;
+		else
+			o->batch = (uint32_t)v;
+		return 0;
+	default:
+		return fail(why, len, "unknown key");
+	}
+	/* the string keys; empty unsets */
+	if (*value && !(s = keep(c, value, strlen(value))))
+		return -ENOMEM;
+	if (k == RT_CFG_OTLP_ENDPOINT)
+		o->endpoint = s;
+	else if (k == RT_CFG_OTLP_HEADERS)
+		o->headers = s;
+	else if (k == RT_CFG_OTLP_CA_FILE)
+		o->ca_file = s;
+	else
+		o->service_name = s;
+	return 0;
+}
+
 int rt_config_set(struct rt_config *c, enum rt_cfg_key k, const char *value, char *why, size_t len)
 {
 	const char *s, *reason;
@@ -449,10 +549,25 @@ int rt_config_set(struct rt_config *c, enum rt_cfg_key k, const char *value, cha
 			return -ENOMEM;
 		c->o.metrics_listen = s;
 		break;
+	case RT_CFG_OTLP_ENDPOINT:
+	case RT_CFG_OTLP_HEADERS:
+	case RT_CFG_OTLP_COMPRESSION:
+	case RT_CFG_OTLP_TIMEOUT:
+	case RT_CFG_OTLP_CA_FILE:
+	case RT_CFG_OTLP_SERVICE_NAME:
+	case RT_CFG_OTLP_SAMPLE_RATIO:
+	case RT_CFG_OTLP_MAX_SPANS_PER_S:
+	case RT_CFG_OTLP_QUEUE:
+	case RT_CFG_OTLP_BATCH:
+	case RT_CFG_OTLP_BATCH_DELAY:
+		err = set_otlp(c, k, value, why, len);
+		if (err)
+			return err;
+		break;
 	default:
 		return fail(why, len, "unknown key");
 	}
-	c->set |= 1u << k;
+	c->set |= 1ULL << k;
 	return 0;
 }
 
@@ -664,7 +779,7 @@ int rt_config_merge(struct rt_config *b, const struct rt_config *o)
 {
 	int i, err = 0;
 
-#define OVER(key) (o->set & (1u << (key)))
+#define OVER(key) (o->set & (1ULL << (key)))
 	if (OVER(RT_CFG_PIDS)) {
 		memcpy(b->o.pids, o->o.pids, sizeof(b->o.pids));
 		b->o.n_pids = o->o.n_pids;
@@ -711,6 +826,28 @@ int rt_config_merge(struct rt_config *b, const struct rt_config *o)
 		b->o.idle_timeout_ns = o->o.idle_timeout_ns;
 	if (OVER(RT_CFG_METRICS_LISTEN))
 		b->o.metrics_listen = copy(b, o->o.metrics_listen, &err);
+	if (OVER(RT_CFG_OTLP_ENDPOINT))
+		b->o.otlp.endpoint = copy(b, o->o.otlp.endpoint, &err);
+	if (OVER(RT_CFG_OTLP_HEADERS))
+		b->o.otlp.headers = copy(b, o->o.otlp.headers, &err);
+	if (OVER(RT_CFG_OTLP_COMPRESSION))
+		b->o.otlp.no_gzip = o->o.otlp.no_gzip;
+	if (OVER(RT_CFG_OTLP_TIMEOUT))
+		b->o.otlp.timeout_ms = o->o.otlp.timeout_ms;
+	if (OVER(RT_CFG_OTLP_CA_FILE))
+		b->o.otlp.ca_file = copy(b, o->o.otlp.ca_file, &err);
+	if (OVER(RT_CFG_OTLP_SERVICE_NAME))
+		b->o.otlp.service_name = copy(b, o->o.otlp.service_name, &err);
+	if (OVER(RT_CFG_OTLP_SAMPLE_RATIO))
+		b->o.otlp.sample_ratio = o->o.otlp.sample_ratio;
+	if (OVER(RT_CFG_OTLP_MAX_SPANS_PER_S))
+		b->o.otlp.max_spans_per_s = o->o.otlp.max_spans_per_s;
+	if (OVER(RT_CFG_OTLP_QUEUE))
+		b->o.otlp.queue = o->o.otlp.queue;
+	if (OVER(RT_CFG_OTLP_BATCH))
+		b->o.otlp.batch = o->o.otlp.batch;
+	if (OVER(RT_CFG_OTLP_BATCH_DELAY))
+		b->o.otlp.batch_delay_ms = o->o.otlp.batch_delay_ms;
 #undef OVER
 	b->set |= o->set;
 	return err;
@@ -733,15 +870,15 @@ static bool strs_differ(const char *const *a, int na, const char *const *b, int 
 	return false;
 }
 
-uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
+uint64_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
 {
 	const struct rt_daemon_opts *x = &a->o, *y = &b->o;
-	uint32_t d = 0;
+	uint64_t d = 0;
 
 #define DIFF(key, cond)                                                                            \
 	do {                                                                                       \
 		if (cond)                                                                          \
-			d |= 1u << (key);                                                          \
+			d |= 1ULL << (key);                                                        \
 	} while (0)
 	DIFF(RT_CFG_PIDS, x->n_pids != y->n_pids ||
 				  memcmp(x->pids, y->pids, sizeof(x->pids[0]) * (size_t)x->n_pids));
@@ -764,8 +901,73 @@ uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
 	DIFF(RT_CFG_MAX_REQUESTS, x->max_requests != y->max_requests);
 	DIFF(RT_CFG_IDLE_TIMEOUT, x->idle_timeout_ns != y->idle_timeout_ns);
 	DIFF(RT_CFG_METRICS_LISTEN, str_differ(x->metrics_listen, y->metrics_listen));
+	DIFF(RT_CFG_OTLP_ENDPOINT, str_differ(x->otlp.endpoint, y->otlp.endpoint));
+	DIFF(RT_CFG_OTLP_HEADERS, str_differ(x->otlp.headers, y->otlp.headers));
+	DIFF(RT_CFG_OTLP_COMPRESSION, x->otlp.no_gzip != y->otlp.no_gzip);
+	DIFF(RT_CFG_OTLP_TIMEOUT, x->otlp.timeout_ms != y->otlp.timeout_ms);
+	DIFF(RT_CFG_OTLP_CA_FILE, str_differ(x->otlp.ca_file, y->otlp.ca_file));
+	DIFF(RT_CFG_OTLP_SERVICE_NAME, str_differ(x->otlp.service_name, y->otlp.service_name));
+	DIFF(RT_CFG_OTLP_SAMPLE_RATIO, x->otlp.sample_ratio != y->otlp.sample_ratio);
+	DIFF(RT_CFG_OTLP_MAX_SPANS_PER_S, x->otlp.max_spans_per_s != y->otlp.max_spans_per_s);
+	DIFF(RT_CFG_OTLP_QUEUE, x->otlp.queue != y->otlp.queue);
+	DIFF(RT_CFG_OTLP_BATCH, x->otlp.batch != y->otlp.batch);
+	DIFF(RT_CFG_OTLP_BATCH_DELAY, x->otlp.batch_delay_ms != y->otlp.batch_delay_ms);
 #undef DIFF
 	return d;
+}
+
+/* One OTEL_* value into key k unless the file or a flag gave k. */
+static int env_key(struct rt_config *c, enum rt_cfg_key k, const char *value, const char *var,
+		   char *why, size_t len)
+{
+	char w[384];
+	int err;
+
+	if (!value || !*value || (c->set & (1ULL << k)))
+		return 0;
+	err = rt_config_set(c, k, value, w, sizeof(w));
+	if (err)
+		snprintf(why, len, "%s: %s", var, w);
+	return err;
+}
+
+int rt_config_env(struct rt_config *c, const char *(*get)(const char *name), char *why, size_t len)
+{
+	struct rt_otlp_env e;
+	int err;
+
+	err = rt_otlp_env_read(get, &e);
+	if (err) {
+		snprintf(why, len, "OTEL_EXPORTER_OTLP_ENDPOINT: longer than %d characters",
+			 RT_OTLP_URL_MAX - 1);
+		return -EINVAL;
+	}
+	if (e.warning)
+		wlog("%s", e.warning);
+	/* OTEL_SDK_DISABLED: the environment's endpoint is not used; a
+	 * configured one still is (the operator asked for it explicitly) */
+	err = e.disabled ? 0 :
+			   env_key(c, RT_CFG_OTLP_ENDPOINT, e.endpoint,
+				   "OTEL_EXPORTER_OTLP_ENDPOINT", why, len);
+	err = err   ?:
+		      env_key(c, RT_CFG_OTLP_HEADERS, e.headers, "OTEL_EXPORTER_OTLP_HEADERS", why,
+			      len);
+	err = err   ?:
+		      env_key(c, RT_CFG_OTLP_TIMEOUT, e.timeout, "OTEL_EXPORTER_OTLP_TIMEOUT", why,
+			      len);
+	err = err   ?:
+		      env_key(c, RT_CFG_OTLP_COMPRESSION, e.compression,
+			      "OTEL_EXPORTER_OTLP_COMPRESSION", why, len);
+	err = err   ?:
+		      env_key(c, RT_CFG_OTLP_CA_FILE, e.ca_file, "OTEL_EXPORTER_OTLP_CERTIFICATE",
+			      why, len);
+	err = err   ?:
+		      env_key(c, RT_CFG_OTLP_SERVICE_NAME, e.service_name, "OTEL_SERVICE_NAME", why,
+			      len);
+	err = err   ?:
+		      env_key(c, RT_CFG_OTLP_SAMPLE_RATIO, e.sample_ratio,
+			      "OTEL_TRACES_SAMPLER_ARG", why, len);
+	return err;
 }
 
 void rt_config_opts(const struct rt_config *c, struct rt_daemon_opts *out)

@@ -34,6 +34,17 @@ enum rt_cfg_key {
 	RT_CFG_MAX_REQUESTS,
 	RT_CFG_IDLE_TIMEOUT,
 	RT_CFG_METRICS_LISTEN,
+	RT_CFG_OTLP_ENDPOINT,
+	RT_CFG_OTLP_HEADERS,
+	RT_CFG_OTLP_COMPRESSION,
+	RT_CFG_OTLP_TIMEOUT,
+	RT_CFG_OTLP_CA_FILE,
+	RT_CFG_OTLP_SERVICE_NAME,
+	RT_CFG_OTLP_SAMPLE_RATIO,
+	RT_CFG_OTLP_MAX_SPANS_PER_S,
+	RT_CFG_OTLP_QUEUE,
+	RT_CFG_OTLP_BATCH,
+	RT_CFG_OTLP_BATCH_DELAY,
 	RT_CFG__N,
 };
 
@@ -45,7 +56,7 @@ struct rt_config {
 	struct rt_daemon_opts o;
 	bool inject;
 	enum rt_log_level log_level;
-	uint32_t set; /* 1u << enum rt_cfg_key */
+	uint64_t set; /* 1ULL << enum rt_cfg_key: more than 32 keys */
 	int line[RT_CFG__N]; /* where the file gave each key */
 	struct rt_cfg_str *strs;
 };
@@ -88,10 +99,19 @@ int rt_config_load(struct rt_config *c, const char *path, char *err, size_t err_
 int rt_config_merge(struct rt_config *base, const struct rt_config *over);
 
 /*
- * The keys whose values differ between a and b (1u << enum rt_cfg_key),
+ * The keys whose values differ between a and b (1ULL << enum rt_cfg_key),
  * for a reload: lists compare item by item, in order.
  */
-uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b);
+uint64_t rt_config_diff(const struct rt_config *a, const struct rt_config *b);
+
+/*
+ * The OTEL_* environment variables (docs/otlp.md) for the otlp_* keys that
+ * neither the file nor a flag gave: explicit configuration wins, as the
+ * OTel SDK specification has code-given options win over the environment.
+ * get is getenv in the daemon. -EINVAL with why[] naming the variable.
+ */
+int rt_config_env(struct rt_config *c, const char *(*get)(const char *name), char *why,
+		  size_t why_len);
 
 /* The daemon's options from c (valid as long as c is). */
 void rt_config_opts(const struct rt_config *c, struct rt_daemon_opts *out);

@@ -9,6 +9,7 @@
  */
 #include "daemon.h"
 #include "metrics.h"
+#include "otlp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -271,6 +272,7 @@ static void on_span(const struct rt_span *s, void *ctx)
 	rt_store__add(d->store, s);
 	if (d->prom)
 		rt_prom__observe(d->prom, s);
+	rt_otlp__add(d->otlp, s);
 }
 
 static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
@@ -526,6 +528,14 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 		}
 	}
 
+	errno = 0;
+	d->otlp = rt_otlp__new(loop, &o->otlp);
+	if (!d->otlp && errno) {
+		err = -errno;
+		elog("OTLP exporter to %s: %s", o->otlp.endpoint, strerror(-err));
+		goto cleanup;
+	}
+
 	err = mkdir_for(o->socket_path);
 	if (err) {
 		elog("control socket directory for %s: %s", o->socket_path, strerror(-err));
@@ -615,6 +625,8 @@ void rt_daemon__fini(struct rt_daemon *d)
 	}
 	rt_metrics__close(d->metrics); /* before the walk: its clients free themselves */
 	d->metrics = NULL;
+	rt_otlp__close(d->otlp); /* the same: its handles free it */
+	d->otlp = NULL;
 	/* close every handle and let the loop finish closing them */
 	uv_walk(d->loop, close_walk, NULL);
 	uv_run(d->loop, UV_RUN_DEFAULT);

@@ -17,6 +17,7 @@
 
 #include "daemon/control.h"
 #include "daemon/listeners.h"
+#include "daemon/otlp_conf.h"
 #include "daemon/targets.h"
 #include "export/prom.h"
 #include "export/redact.h"
@@ -59,6 +60,7 @@ struct rt_daemon_opts {
 	uint64_t idle_timeout_ns;
 	const char *
 		metrics_listen; /* ADDR:PORT of the Prometheus listener (docs/metrics.md); NULL: off */
+	struct rt_otlp_opts otlp; /* OTLP/HTTP export (docs/otlp.md); off without an endpoint */
 };
 
 struct rt_metrics; /* metrics.h */
@@ -103,6 +105,7 @@ struct rt_daemon {
 
 	struct rt_prom *prom; /* fed by every span; NULL without --metrics-listen */
 	struct rt_metrics *metrics;
+	struct rt_otlp *otlp; /* otlp.h; NULL: not exporting */
 };
 
 int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o);

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -38,6 +39,8 @@ enum {
 	OPT_METRICS,
 	OPT_VERSION,
 	OPT_HELP,
+	/* --otlp-*: OPT_OTLP + the key (one case for all of them) */
+	OPT_OTLP = 2000,
 };
 
 /* The long name of the option whose getopt value is val. */
@@ -90,6 +93,11 @@ static void usage(FILE *f)
 		"  --log-level L      error, warn, info (default) or debug\n"
 		"  --metrics-listen ADDR:PORT  serve Prometheus metrics at /metrics (a bare PORT:\n"
 		"                     127.0.0.1; off unless given; docs/metrics.md)\n"
+		"  --otlp-endpoint URL  export spans by OTLP/HTTP (JSON) to URL (…/v1/traces);\n"
+		"                     also --otlp-headers, --otlp-compression, --otlp-timeout,\n"
+		"                     --otlp-ca-file, --otlp-service-name, --otlp-sample-ratio,\n"
+		"                     --otlp-max-spans-per-s, --otlp-queue, --otlp-batch,\n"
+		"                     --otlp-batch-delay; OTEL_EXPORTER_OTLP_* too (docs/otlp.md)\n"
 		"  -v                 debug logging (libbpf's included): --log-level debug\n"
 		"  --version, --help\n",
 		RT_DAEMON_SOCKET, RT_DAEMON_INJECT_SOCKET);
@@ -109,6 +117,11 @@ static int flag(struct rt_config *c, enum rt_cfg_key k, const char *flag_name, c
 	return err;
 }
 
+static const char *env_get(const char *name)
+{
+	return getenv(name);
+}
+
 /* SIGHUP: what a reload may change without re-attaching. */
 struct reload {
 	uv_signal_t sig;
@@ -122,7 +135,7 @@ static void on_hup(uv_signal_t *h, int sig)
 	struct reload *r = h->data;
 	struct rt_config next;
 	char err[1024];
-	uint32_t changed;
+	uint64_t changed;
 	int k;
 
 	(void)sig;
@@ -139,17 +152,21 @@ static void on_hup(uv_signal_t *h, int sig)
 		elog("SIGHUP: out of memory; the running configuration stays");
 		goto cleanup;
 	}
+	if (rt_config_env(&next, env_get, err, sizeof(err))) {
+		elog("SIGHUP: %s; the running configuration stays", err);
+		goto cleanup;
+	}
 	changed = rt_config_diff(r->running, &next);
 	if (!changed)
 		ilog("SIGHUP: %s reloaded: nothing changed", r->path);
-	if (changed & (1u << RT_CFG_LOG_LEVEL)) {
+	if (changed & (1ULL << RT_CFG_LOG_LEVEL)) {
 		/* said at the old level: a quieter new one would swallow it */
 		ilog("SIGHUP: log_level changed (libbpf's debug output keeps the level at start)");
 		r->running->log_level = next.log_level;
 		rt_log_set_level(next.log_level);
 	}
 	for (k = 0; k < RT_CFG__N; k++)
-		if (k != RT_CFG_LOG_LEVEL && (changed & (1u << k)))
+		if (k != RT_CFG_LOG_LEVEL && (changed & (1ULL << k)))
 			wlog("SIGHUP: cannot change %s without a restart",
 			     rt_config_key_name((enum rt_cfg_key)k));
 cleanup:
@@ -178,6 +195,20 @@ int main(int argc, char **argv)
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "metrics-listen", required_argument, NULL, OPT_METRICS },
+		{ "otlp-endpoint", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_ENDPOINT },
+		{ "otlp-headers", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_HEADERS },
+		{ "otlp-compression", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_COMPRESSION },
+		{ "otlp-timeout", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_TIMEOUT },
+		{ "otlp-ca-file", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_CA_FILE },
+		{ "otlp-service-name", required_argument, NULL,
+		  OPT_OTLP + RT_CFG_OTLP_SERVICE_NAME },
+		{ "otlp-sample-ratio", required_argument, NULL,
+		  OPT_OTLP + RT_CFG_OTLP_SAMPLE_RATIO },
+		{ "otlp-max-spans-per-s", required_argument, NULL,
+		  OPT_OTLP + RT_CFG_OTLP_MAX_SPANS_PER_S },
+		{ "otlp-queue", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_QUEUE },
+		{ "otlp-batch", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_BATCH },
+		{ "otlp-batch-delay", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_BATCH_DELAY },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -198,6 +229,12 @@ int main(int argc, char **argv)
 	rt_config_init(&flags);
 	while ((c = getopt_long(argc, argv, "v", opts, NULL)) != -1) {
 		k = RT_CFG__N;
+		if (c >= OPT_OTLP + RT_CFG_OTLP_ENDPOINT && c < OPT_OTLP + RT_CFG__N) {
+			k = (enum rt_cfg_key)(c - OPT_OTLP);
+			if (flag(&flags, k, opts[option_index(opts, c)].name, optarg))
+				goto cleanup;
+			continue;
+		}
 		switch (c) {
 		case OPT_CONFIG:
 			if (config_path) {
@@ -296,6 +333,10 @@ int main(int argc, char **argv)
 	}
 	if (rt_config_merge(&file, &flags)) {
 		fprintf(stderr, "reqtraced: out of memory\n");
+		goto cleanup;
+	}
+	if (rt_config_env(&file, env_get, err_text, sizeof(err_text))) {
+		fprintf(stderr, "reqtraced: %s\n", err_text);
 		goto cleanup;
 	}
 	rt_config_opts(&file, &o);

@@ -14,6 +14,7 @@
 #include "correlate/gpu.h"
 #include "daemon.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "sources/bpf_source.h"
 
 #define REQ_MAX 4096 /* a scrape's head is ~300 bytes */
@@ -172,6 +173,7 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	struct kv_list *drops = calloc(1, sizeof(*drops));
 	struct rt_prom_gpu gpu[RT_GPU_BUSY_DEVICES_MAX];
 	struct rt_prom_extra x = { 0 };
+	struct rt_prom_kv exported[1];
 	FILE *f = NULL;
 	uint32_t i;
 	int err = -ENOMEM;
@@ -199,6 +201,14 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	x.n_events = events->n;
 	x.drops = drops->kv;
 	x.n_drops = drops->n;
+	if (d->otlp) {
+		struct rt_otlp_stats os;
+
+		rt_otlp__stats(d->otlp, &os);
+		exported[0] = (struct rt_prom_kv){ .name = "otlp", .value = os.exported };
+		x.exported = exported;
+		x.n_exported = 1;
+	}
 	x.gpu = gpu;
 	x.n_gpu = i;
 	/* busy time comes from CUPTI device records; without any, say nothing */

@@ -42,6 +42,8 @@ struct rt_prom_extra {
 	uint32_t n_events;
 	const struct rt_prom_kv *drops;
 	uint32_t n_drops;
+	const struct rt_prom_kv *exported; /* request spans delivered, per exporter */
+	uint32_t n_exported;
 	const struct rt_prom_gpu *gpu;
 	uint32_t n_gpu;
 	/* gpu busy time is reported at all (CUPTI or GPU probes present) */
