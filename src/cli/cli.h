@@ -54,6 +54,10 @@ struct rt_cli_rec {
 	uint64_t open_dropped;
 	uint64_t end_ns; /* the latest record's instant */
 	uint64_t lost_records, late_events; /* from the correlator: numbers may be low */
+	/* the header's CLOCK_REALTIME - CLOCK_MONOTONIC, read together when it was
+	 * recorded: the recording's boot, not this one, dates its instants */
+	int64_t epoch_offset_ns;
+	char host[64];
 };
 
 /*

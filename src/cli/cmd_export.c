@@ -23,6 +23,7 @@
 #include "common/dur.h"
 #include "common/jsonw.h"
 #include "export/chrome.h"
+#include "export/otlp_json.h"
 #include "export/span_json.h"
 
 enum fmt { FMT_NONE, FMT_CHROME, FMT_JSONL, FMT_OTLP };
@@ -51,6 +52,35 @@ static void usage(FILE *f)
 		"  -o FILE      written whole or not at all (temporary file, then rename)\n"
 		"  --since DUR  the daemon's spans that finished in the last DUR (default: all)\n"
 		"  --file REC   the spans of a recording, replayed as `reqtrace replay` does\n");
+}
+
+/*
+ * One ExportTraceServiceRequest per line, OTLP_BATCH spans each: every line
+ * is a body a collector accepts at /v1/traces (curl --data-binary @line).
+ */
+#define OTLP_BATCH 256
+
+static int write_otlp(FILE *f, const struct rt_span *spans, size_t n, const struct rt_cli_rec *rec)
+{
+	struct rt_otlp_resource res = { 0 };
+	char host[64] = "";
+	size_t i;
+	int err;
+
+	if (rec) { /* a recording: its own host and clock offset, maybe another boot's */
+		res.have_offset = true;
+		res.epoch_offset_ns = rec->epoch_offset_ns;
+		res.host_name = rec->host[0] ? rec->host : NULL;
+	} else if (!gethostname(host, sizeof(host) - 1)) {
+		res.host_name = host;
+	}
+	for (i = 0; i < n; i += OTLP_BATCH) {
+		err = rt_otlp_json_write(f, spans + i, n - i < OTLP_BATCH ? n - i : OTLP_BATCH,
+					 &res);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 static void on_span_line(const struct rt_span *s, void *ctx)
@@ -267,9 +297,8 @@ int rt_cmd_export(struct rt_cli *cli, int argc, char **argv)
 		err = 0; /* written line by line as the spans came */
 		break;
 	case FMT_OTLP:
-		/* the OTLP/JSON writer (src/export/otlp_json.c) is wired here at merge */
-		fprintf(stderr, "reqtrace: export --format otlp: not built yet\n");
-		goto cleanup;
+		err = write_otlp(x.f, spans, n, file ? &rec : NULL);
+		break;
 	default:
 		err = -EINVAL;
 		break;

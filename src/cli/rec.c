@@ -95,6 +95,13 @@ int rt_cli_rec_load_ex(const char *path, struct rt_cli_rec *out, const struct rt
 		return errno == EINVAL || errno == EPROTO || errno == EBADMSG ? RT_EXIT_USAGE :
 										RT_EXIT_FAIL;
 	}
+	{
+		const struct rt_trace_header *th = rt_trace_reader__header(rd);
+
+		out->epoch_offset_ns = (int64_t)(th->realtime_ns - th->monotonic_ns);
+		memcpy(out->host, th->host, sizeof(out->host));
+		out->host[sizeof(out->host) - 1] = '\0';
+	}
 	x.store = rt_store__new(&so);
 	po.corr.on_span = on_span;
 	po.corr.ctx = &x;

@@ -27,6 +27,12 @@ import sys
 import tempfile
 import threading
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import otlp_validate  # noqa: E402  (the OTLP/JSON validator of otlp_export)
+
+PHASE_NAMES = {"backlog", "receive", "queue", "tokenize", "prefill", "pre_first_token",
+               "decode", "comm_wait", "postprocess", "other"}
+
 BIN = os.environ.get("RT_BINARY_DIR", "build")
 SRC = os.environ.get("RT_SOURCE_DIR", ".")
 REQTRACE = os.path.join(BIN, "reqtrace")
@@ -244,6 +250,42 @@ for fix in FIXTURES:
     check(r.returncode == 0 and open(out).read() == rp.stdout,
           "%s: export --format jsonl equals replay --json (%d lines)"
           % (base, rp.stdout.count("\n")))
+
+    out = os.path.join(d, base + ".otlp.jsonl")
+    r = run("export", "--format", "otlp", "-o", out, "--file", fix)
+    if not check(r.returncode == 0 and os.path.exists(out),
+                 "%s: export --format otlp exits 0 (%s)" % (base, r.stderr.strip())):
+        continue
+    payloads = [json.loads(l) for l in open(out) if l.strip()]
+    errs = [e for p in payloads for e in otlp_validate.validate(p)]
+    check(not errs, "%s: %d OTLP/JSON payload(s) valid%s"
+          % (base, len(payloads), "" if not errs else " (first: %s)" % errs[0]))
+    servers = {}
+    children = {}
+    for p in payloads:
+        for _, sp in otlp_validate.all_spans(p):
+            if sp["kind"] == 2:
+                servers[otlp_validate.attr(sp.get("attributes"), "reqtrace.request_id")] = sp
+            elif sp.get("parentSpanId"):
+                children.setdefault(sp["parentSpanId"], []).append(sp)
+    check(set(servers) == set(spans),
+          "%s: one SERVER span per request (%d, replay has %d)" % (base, len(servers), len(spans)))
+    bad = []
+    for rid, sp in spans.items():
+        o = servers.get(rid)
+        if o is None:
+            continue
+        origin = sp.get("arrival_ns") or sp["start_ns"]
+        # monotonic differences survive the epoch conversion exactly
+        if int(o["endTimeUnixNano"]) - int(o["startTimeUnixNano"]) != sp["end_ns"] - origin:
+            bad.append((rid, "duration"))
+        phases = sorted((c["name"], int(c["endTimeUnixNano"]) - int(c["startTimeUnixNano"]))
+                        for c in children.get(o["spanId"], []) if c["name"] in PHASE_NAMES)
+        want = sorted((i["phase"], i["end_ns"] - i["start_ns"]) for i in sp.get("intervals", []))
+        if phases != want:
+            bad.append((rid, "phase children", phases, want))
+    check(not bad, "%s: OTLP request spans' durations and phase children equal the span's%s"
+          % (base, "" if not bad else " (first: %r)" % (bad[0],)))
 
 # ---- --since: the daemon's spans, from a fake daemon on a unix socket ----
 fix = FIXTURES[0]
