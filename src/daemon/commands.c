@@ -249,6 +249,62 @@ void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 	fn(ctx, "recording_errors", d->rec_errors);
 	fn(ctx, "bpf_gpu_attach_failed", bs->gpu_attach_failed);
 	fn(ctx, "bpf_gpu_calls_full", bs->gpu_calls_full);
+	{
+		struct rt_jsonl_stats js = { 0 };
+
+		if (d->jsonl)
+			rt_jsonl__stats(d->jsonl, &js);
+		fn(ctx, "jsonl", js.dropped);
+	}
+}
+
+void rt_daemon__exported(struct rt_daemon *d, void (*fn)(void *ctx, const char *key, uint64_t v),
+			 void *ctx)
+{
+	struct rt_jsonl_stats js = { 0 };
+
+	if (d->jsonl)
+		rt_jsonl__stats(d->jsonl, &js);
+	fn(ctx, "jsonl", js.lines);
+}
+
+/* The status JSON's "jsonl": null when off (docs/protocol.md). */
+static void status_jsonl(struct rt_daemon *d, struct rt_jsonw *w)
+{
+	struct rt_jsonl_opts jo;
+	struct rt_jsonl_stats js;
+
+	rt_jsonw_key(w, "jsonl");
+	if (!d->jsonl) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_jsonl__get_opts(d->jsonl, &jo);
+	rt_jsonl__stats(d->jsonl, &js);
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "path");
+	rt_jsonw_str_val(w, jo.path);
+	key_u64(w, "max_bytes", jo.max_bytes);
+	key_u64(w, "keep", jo.keep);
+	key_u64(w, "size", js.size);
+	key_u64(w, "lines", js.lines);
+	key_u64(w, "bytes", js.bytes);
+	key_u64(w, "rotations", js.rotations);
+	key_u64(w, "reopens", js.reopens);
+	key_u64(w, "dropped", js.dropped);
+	rt_jsonw_key(w, "dropped_by");
+	rt_jsonw_obj_open(w);
+	key_u64(w, "nospace", js.dropped_nospace);
+	key_u64(w, "io", js.dropped_io);
+	key_u64(w, "toolarge", js.dropped_toolarge);
+	key_u64(w, "other", js.dropped_other);
+	rt_jsonw_obj_close(w);
+	rt_jsonw_key(w, "last_error");
+	if (js.last_errno)
+		rt_jsonw_str_val(w, strerror(js.last_errno));
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_obj_close(w);
 }
 
 static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
@@ -369,6 +425,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	} else {
 		rt_jsonw_null(&w);
 	}
+	status_jsonl(d, &w);
 	rt_jsonw_obj_close(&w);
 	send_jsonw(cl, &w);
 	rt_jsonw_fini(&w);

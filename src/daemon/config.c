@@ -46,6 +46,9 @@ static const struct {
 	[RT_CFG_MAX_REQUESTS] = { "max_requests", "limits" },
 	[RT_CFG_IDLE_TIMEOUT] = { "idle_timeout", "limits" },
 	[RT_CFG_METRICS_LISTEN] = { "metrics_listen", "exporters" },
+	[RT_CFG_JSONL_PATH] = { "jsonl_path", "exporters" },
+	[RT_CFG_JSONL_MAX_BYTES] = { "jsonl_max_bytes", "exporters" },
+	[RT_CFG_JSONL_KEEP] = { "jsonl_keep", "exporters" },
 };
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
@@ -58,6 +61,8 @@ void rt_config_init(struct rt_config *c)
 	c->o.socket_group = (gid_t)-1;
 	c->inject = true;
 	c->log_level = RT_LOG_INFO;
+	c->o.jsonl_max_bytes = RT_DAEMON_JSONL_MAX_BYTES;
+	c->o.jsonl_keep = RT_DAEMON_JSONL_KEEP;
 }
 
 void rt_config_fini(struct rt_config *c)
@@ -449,6 +454,28 @@ int rt_config_set(struct rt_config *c, enum rt_cfg_key k, const char *value, cha
 			return -ENOMEM;
 		c->o.metrics_listen = s;
 		break;
+	case RT_CFG_JSONL_PATH:
+		/* empty or off: no JSONL file (the default) */
+		s = NULL;
+		if (*value && strcasecmp(value, "off") && !(s = keep(c, value, strlen(value))))
+			return -ENOMEM;
+		c->o.jsonl_path = s;
+		break;
+	case RT_CFG_JSONL_MAX_BYTES:
+		/* 0: never rotated here (an external logrotate and SIGHUP) */
+		if (parse_size(value, 0, 1UL << 40, &v) || (v && v < 1024))
+			return fail(why, len,
+				    "bad size '%s' (want 0 or 1K to 1024G, a number with optional "
+				    "K/M/G)",
+				    value);
+		c->o.jsonl_max_bytes = v;
+		break;
+	case RT_CFG_JSONL_KEEP:
+		if (parse_count(value, 0, RT_DAEMON_JSONL_KEEP_MAX, &v))
+			return fail(why, len, "bad number '%s' (want 0 to %d)", value,
+				    RT_DAEMON_JSONL_KEEP_MAX);
+		c->o.jsonl_keep = (uint32_t)v;
+		break;
 	default:
 		return fail(why, len, "unknown key");
 	}
@@ -711,6 +738,12 @@ int rt_config_merge(struct rt_config *b, const struct rt_config *o)
 		b->o.idle_timeout_ns = o->o.idle_timeout_ns;
 	if (OVER(RT_CFG_METRICS_LISTEN))
 		b->o.metrics_listen = copy(b, o->o.metrics_listen, &err);
+	if (OVER(RT_CFG_JSONL_PATH))
+		b->o.jsonl_path = copy(b, o->o.jsonl_path, &err);
+	if (OVER(RT_CFG_JSONL_MAX_BYTES))
+		b->o.jsonl_max_bytes = o->o.jsonl_max_bytes;
+	if (OVER(RT_CFG_JSONL_KEEP))
+		b->o.jsonl_keep = o->o.jsonl_keep;
 #undef OVER
 	b->set |= o->set;
 	return err;
@@ -764,8 +797,51 @@ uint32_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
 	DIFF(RT_CFG_MAX_REQUESTS, x->max_requests != y->max_requests);
 	DIFF(RT_CFG_IDLE_TIMEOUT, x->idle_timeout_ns != y->idle_timeout_ns);
 	DIFF(RT_CFG_METRICS_LISTEN, str_differ(x->metrics_listen, y->metrics_listen));
+	DIFF(RT_CFG_JSONL_PATH, str_differ(x->jsonl_path, y->jsonl_path));
+	DIFF(RT_CFG_JSONL_MAX_BYTES, x->jsonl_max_bytes != y->jsonl_max_bytes);
+	DIFF(RT_CFG_JSONL_KEEP, x->jsonl_keep != y->jsonl_keep);
 #undef DIFF
 	return d;
+}
+
+bool rt_config_key_live(enum rt_cfg_key k)
+{
+	switch (k) {
+	case RT_CFG_LOG_LEVEL:
+	case RT_CFG_MAX_SPANS: /* the store moves to a ring of the new size */
+	case RT_CFG_JSONL_PATH:
+	case RT_CFG_JSONL_MAX_BYTES:
+	case RT_CFG_JSONL_KEEP:
+		/* RELOAD HOOK: the OTLP exporter's keys go here once it reloads
+		 * them (and their call site in main.c's on_hup) */
+		return true;
+	default:
+		/*
+		 * Restart: ring_size, head/tail_bytes (BPF maps and programs
+		 * built at load), max_requests, idle_timeout (the correlator's
+		 * tables and options are fixed at start), sockets, socket_group,
+		 * inject (bound at start, capabilities since dropped), targets,
+		 * record, capture_bodies, metrics_listen.
+		 */
+		return false;
+	}
+}
+
+void rt_config_reload_plan(const struct rt_config *running, const struct rt_config *next,
+			   uint32_t *apply, uint32_t *restart)
+{
+	uint32_t changed = rt_config_diff(running, next);
+	int k;
+
+	*apply = *restart = 0;
+	for (k = 0; k < RT_CFG__N; k++) {
+		if (!(changed & (1u << k)))
+			continue;
+		if (rt_config_key_live((enum rt_cfg_key)k))
+			*apply |= 1u << k;
+		else
+			*restart |= 1u << k;
+	}
 }
 
 void rt_config_opts(const struct rt_config *c, struct rt_daemon_opts *out)

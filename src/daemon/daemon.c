@@ -271,6 +271,9 @@ static void on_span(const struct rt_span *s, void *ctx)
 	rt_store__add(d->store, s);
 	if (d->prom)
 		rt_prom__observe(d->prom, s);
+	/* every revision: the file is a log, a shipper's reader keeps the newest */
+	if (d->jsonl)
+		rt_jsonl__write_span(d->jsonl, s);
 }
 
 static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
@@ -526,6 +529,14 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 		}
 	}
 
+	if (o->jsonl_path) {
+		err = rt_daemon__set_jsonl(d, o->jsonl_path, o->jsonl_max_bytes, o->jsonl_keep);
+		if (err) {
+			elog("jsonl_path %s: %s", o->jsonl_path, strerror(-err));
+			goto cleanup;
+		}
+	}
+
 	err = mkdir_for(o->socket_path);
 	if (err) {
 		elog("control socket directory for %s: %s", o->socket_path, strerror(-err));
@@ -632,4 +643,43 @@ void rt_daemon__fini(struct rt_daemon *d)
 	d->listeners = NULL;
 	rt_prom__free(d->prom);
 	d->prom = NULL;
+	rt_jsonl__close(d->jsonl);
+	d->jsonl = NULL;
+}
+
+int rt_daemon__set_max_spans(struct rt_daemon *d, uint32_t max_spans)
+{
+	int err = rt_store__set_max(d->store, max_spans);
+
+	if (!err)
+		d->o.max_spans = max_spans;
+	return err;
+}
+
+int rt_daemon__set_jsonl(struct rt_daemon *d, const char *path, uint64_t max_bytes, uint32_t keep)
+{
+	struct rt_jsonl_opts jo = { .path = path, .max_bytes = max_bytes, .keep = keep };
+	struct rt_jsonl *j;
+
+	if (!path) {
+		if (d->jsonl)
+			ilog("JSONL export to %s stopped", rt_jsonl__path(d->jsonl));
+		rt_jsonl__close(d->jsonl);
+		d->jsonl = NULL;
+		return 0;
+	}
+	if (d->jsonl)
+		return rt_jsonl__configure(d->jsonl, &jo);
+	j = rt_jsonl__open(&jo);
+	if (!j)
+		return -errno;
+	d->jsonl = j;
+	ilog("JSONL export to %s (rotated past %llu bytes, %u kept)", path,
+	     (unsigned long long)max_bytes, keep);
+	return 0;
+}
+
+int rt_daemon__reopen_jsonl(struct rt_daemon *d)
+{
+	return d->jsonl ? rt_jsonl__reopen(d->jsonl) : 0;
 }

@@ -18,6 +18,7 @@
 #include "daemon/control.h"
 #include "daemon/listeners.h"
 #include "daemon/targets.h"
+#include "export/jsonl_file.h"
 #include "export/prom.h"
 #include "export/redact.h"
 #include "export/rtrace_write.h"
@@ -27,6 +28,9 @@
 
 #define RT_DAEMON_SOCKET "/run/reqtrace/reqtrace.sock"
 #define RT_DAEMON_ARGS_MAX 64
+#define RT_DAEMON_JSONL_MAX_BYTES (64ULL << 20)
+#define RT_DAEMON_JSONL_KEEP 5
+#define RT_DAEMON_JSONL_KEEP_MAX 1000 /* RT_JSONL_KEEP_MAX */
 
 /* Source ids of the records the daemon itself writes and of the BPF ring;
  * injected processes get ids from RT_SOURCE_INJECT_FIRST up. */
@@ -59,6 +63,9 @@ struct rt_daemon_opts {
 	uint64_t idle_timeout_ns;
 	const char *
 		metrics_listen; /* ADDR:PORT of the Prometheus listener (docs/metrics.md); NULL: off */
+	const char *jsonl_path; /* the JSONL span file (export/jsonl_file.h); NULL: off */
+	uint64_t jsonl_max_bytes; /* rotate past this; 0: never */
+	uint32_t jsonl_keep; /* rotated files kept */
 };
 
 struct rt_metrics; /* metrics.h */
@@ -103,6 +110,7 @@ struct rt_daemon {
 
 	struct rt_prom *prom; /* fed by every span; NULL without --metrics-listen */
 	struct rt_metrics *metrics;
+	struct rt_jsonl *jsonl; /* the JSONL span file; NULL without jsonl_path */
 };
 
 int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o);
@@ -125,6 +133,21 @@ void rt_daemon__client_gone(struct rt_ctl_client *cl, void *ctx);
 struct rt_bpf_stats;
 void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 		      void (*fn)(void *ctx, const char *key, uint64_t v), void *ctx);
+
+/*
+ * SIGHUP (main.c): what changes while running. Each returns 0 or -errno
+ * and, on failure, leaves the running setting as it was.
+ */
+/* The store's bound (rt_store__set_max). */
+int rt_daemon__set_max_spans(struct rt_daemon *d, uint32_t max_spans);
+/* Start, reconfigure or (path NULL) stop the JSONL exporter. */
+int rt_daemon__set_jsonl(struct rt_daemon *d, const char *path, uint64_t max_bytes, uint32_t keep);
+/* Reopen the JSONL file (an external logrotate moved it); 0 when off. */
+int rt_daemon__reopen_jsonl(struct rt_daemon *d);
+
+/* Spans each exporter wrote, by name: the Prometheus reqtrace_exported_total (commands.c). */
+void rt_daemon__exported(struct rt_daemon *d, void (*fn)(void *ctx, const char *key, uint64_t v),
+			 void *ctx);
 
 uint64_t rt_now_ns(void);
 

@@ -170,6 +170,7 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	struct rt_gpu_stats *gs = calloc(1, sizeof(*gs));
 	struct kv_list *events = calloc(1, sizeof(*events));
 	struct kv_list *drops = calloc(1, sizeof(*drops));
+	struct kv_list *exported = calloc(1, sizeof(*exported));
 	struct rt_prom_gpu gpu[RT_GPU_BUSY_DEVICES_MAX];
 	struct rt_prom_extra x = { 0 };
 	FILE *f = NULL;
@@ -177,7 +178,7 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	int err = -ENOMEM;
 
 	*out = NULL;
-	if (!bs || !gs || !events || !drops)
+	if (!bs || !gs || !events || !drops || !exported)
 		goto cleanup;
 	if (d->bpf)
 		rt_bpf_source__stats(d->bpf, bs);
@@ -190,6 +191,7 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 		event_count(events, "inject", is.records);
 	}
 	rt_daemon__drops(d, bs, event_count, drops);
+	rt_daemon__exported(d, event_count, exported);
 	rt_gpu_stats(rt_pipeline__correlator(d->pipe), gs);
 	for (i = 0; i < gs->n_busy && i < RT_GPU_BUSY_DEVICES_MAX; i++)
 		gpu[i] = (struct rt_prom_gpu){ .pid = gs->busy[i].pid,
@@ -199,6 +201,8 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	x.n_events = events->n;
 	x.drops = drops->kv;
 	x.n_drops = drops->n;
+	x.exported = exported->kv;
+	x.n_exported = exported->n;
 	x.gpu = gpu;
 	x.n_gpu = i;
 	/* busy time comes from CUPTI device records; without any, say nothing */
@@ -222,6 +226,7 @@ cleanup:
 	free(gs);
 	free(events);
 	free(drops);
+	free(exported);
 	return err;
 }
 

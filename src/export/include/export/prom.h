@@ -46,6 +46,9 @@ struct rt_prom_extra {
 	uint32_t n_gpu;
 	/* gpu busy time is reported at all (CUPTI or GPU probes present) */
 	int gpu_known;
+	/* spans written, by exporter (reqtrace_exported_total{exporter=...}) */
+	const struct rt_prom_kv *exported;
+	uint32_t n_exported;
 };
 
 /* NULL with errno set. */
