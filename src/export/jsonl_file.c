@@ -47,10 +47,32 @@ static uint64_t mono_ns(void)
  */
 static int open_fd(const char *path, bool *regular, uint64_t *size)
 {
+	const int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
 	struct stat sb;
-	int fd =
-		open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0640);
+	int fd = -1, tries;
 
+	for (tries = 0; tries < 2; tries++) {
+		fd = open(path, flags);
+		if (fd >= 0 || errno != ENOENT)
+			break;
+		/*
+		 * Ours to create: 0640 whatever the umask (the unit's UMask=0077
+		 * would leave 0600), so a shipper in the directory's group reads
+		 * it. An existing file keeps the mode its owner gave it.
+		 */
+		fd = open(path, flags | O_CREAT | O_EXCL, 0640);
+		if (fd >= 0) {
+			if (fchmod(fd, 0640)) {
+				int err = -errno;
+
+				close(fd);
+				return err;
+			}
+			break;
+		}
+		if (errno != EEXIST) /* EEXIST: created meanwhile: open it as it is */
+			break;
+	}
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &sb)) {

@@ -161,6 +161,23 @@ static void test_spans_as_lines(void **state)
 	rt_jsonl__stats(j, &st);
 	assert_int_equal(st.size, n);
 	rt_jsonl__close(j);
+
+	/* a strict umask (the unit's 0077) still gives 0640 to a file it creates */
+	umask(077);
+	assert_int_equal(unlink(path), 0);
+	j = rt_jsonl__open(&o);
+	assert_non_null(j);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0640);
+	rt_jsonl__close(j);
+	/* an existing file keeps its owner's mode */
+	assert_int_equal(chmod(path, 0600), 0);
+	j = rt_jsonl__open(&o);
+	assert_non_null(j);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	rt_jsonl__close(j);
+	umask(022);
 }
 
 /* 3 lines of 100 bytes fill 300 exactly; the 4th rotates. */

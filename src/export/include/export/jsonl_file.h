@@ -11,8 +11,8 @@
  *
  * Errors never stop the caller: a line that cannot be written whole
  * (ENOSPC, EIO, ...) is counted as dropped by its errno class, and a
- * partial write is cut back off so the file stays whole lines. Files are
- * created mode 0640 (less what the umask takes).
+ * partial write is cut back off so the file stays whole lines. Files it
+ * creates are mode 0640 whatever the umask; an existing file keeps its mode.
  */
 #ifndef RT_EXPORT_JSONL_FILE_H
 #define RT_EXPORT_JSONL_FILE_H
