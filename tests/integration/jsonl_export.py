@@ -45,11 +45,11 @@ def free_port():
     return port
 
 
-def write_conf(path, jsonl, ring="8M", keep=KEEP):
+def write_conf(path, jsonl, ring="8M", keep=KEEP, max_spans=10000):
     with open(path, "w") as f:
-        f.write("[daemon]\nlog_level = info\n[limits]\nring_size = %s\n"
+        f.write("[daemon]\nlog_level = info\n[limits]\nring_size = %s\nmax_spans = %d\n"
                 "[exporters]\njsonl_path = %s\njsonl_max_bytes = %d\njsonl_keep = %s\n"
-                % (ring, jsonl, MAX_BYTES, keep))
+                % (ring, max_spans, jsonl, MAX_BYTES, keep))
 
 
 def files_of(path):
@@ -204,13 +204,17 @@ def main():
               % (exported, status["lines"], dropped))
 
         # ---- SIGHUP: a new path applies, ring_size needs a restart ----
-        write_conf(conf, path_b, ring="16M")
+        write_conf(conf, path_b, ring="16M", max_spans=20000)
         os.kill(daemon.proc.pid, signal.SIGHUP)
         check(wait_log(daemon, re.escape("SIGHUP: JSONL export %s" % path_b)),
               "SIGHUP applied the new jsonl_path")
         check(wait_log(daemon, r"SIGHUP: ring_size changed: needs a restart"),
               "SIGHUP said ring_size needs a restart")
-        check(daemon.status()["jsonl"]["path"] == path_b, "status shows the new path")
+        check(wait_log(daemon, r"SIGHUP: max_spans 10000 -> 20000"), "SIGHUP grew max_spans")
+        st = daemon.status()
+        check(st["jsonl"]["path"] == path_b, "status shows the new path")
+        check(st["store"]["capacity"] == 20000 and st["store"]["spans"] >= N,
+              "the store grew and kept its spans (%s)" % st["store"])
         before_a = len(read_lines_quiet(path_a))
         ids2 = load(server, M, "jl2-")
         daemon.wait_spans(M, ids=ids2)
@@ -226,7 +230,7 @@ def main():
         # ---- SIGHUP with a bad file: the daemon runs on, the error names file:line:key ----
         write_conf(conf, path_a, keep="lots")
         os.kill(daemon.proc.pid, signal.SIGHUP)
-        want = r"SIGHUP: %s:8: key 'jsonl_keep': bad number 'lots'.*the running configuration " \
+        want = r"SIGHUP: %s:9: key 'jsonl_keep': bad number 'lots'.*the running configuration " \
                r"stays" % re.escape(conf)
         check(wait_log(daemon, want), "a bad file on SIGHUP is logged with file:line:key")
         check(daemon.alive(), "reqtraced still runs after a bad reload")
