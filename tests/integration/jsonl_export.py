@@ -197,6 +197,11 @@ def main():
               % (same, N))
         others = {s["request_id"] for _, s in lines} - ids
         check(not others, "no line for a request the load did not make (%s)" % sorted(others)[:3])
+        text = subprocess.run([lc.REQTRACE, "--socket", daemon.sock, "status"],
+                              stdout=subprocess.PIPE, text=True, timeout=30).stdout
+        want = "jsonl: %s (%d lines, %d rotations, 0 dropped)" % (path_a, status["lines"],
+                                                                    status["rotations"])
+        check(want in text, "`reqtrace status` shows the exporter (%r)" % want)
         exported = metric(mport, 'reqtrace_exported_total{exporter="jsonl"}')
         dropped = metric(mport, 'reqtrace_dropped_total{stage="jsonl"}')
         check(exported == status["lines"] and dropped == 0,
