@@ -173,6 +173,13 @@ static void print_status(const cJSON *st)
 		       rt_client_num(v, "records"));
 	else
 		printf("recording: off\n");
+	/* only when the exporter runs: an older daemon, or none, says nothing */
+	v = cJSON_GetObjectItemCaseSensitive(st, "jsonl");
+	if (cJSON_IsObject(v) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "path")))
+		printf("jsonl: %s (%.0f lines, %.0f rotations, %.0f dropped)\n",
+		       cJSON_GetObjectItemCaseSensitive(v, "path")->valuestring,
+		       rt_client_num(v, "lines"), rt_client_num(v, "rotations"),
+		       rt_client_num(v, "dropped"));
 }
 
 struct status_ctx {

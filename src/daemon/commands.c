@@ -250,10 +250,17 @@ void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 	fn(ctx, "recording_errors", d->rec_errors);
 	fn(ctx, "bpf_gpu_attach_failed", bs->gpu_attach_failed);
 	fn(ctx, "bpf_gpu_calls_full", bs->gpu_calls_full);
-	if (d->otlp) {
+	{
+		struct rt_jsonl_stats js = { 0 };
+
+		if (d->jsonl)
+			rt_jsonl__stats(d->jsonl, &js);
+		fn(ctx, "jsonl", js.dropped);
+	}
+	if (d->otlp_was_on) { /* on now, or once: a counter stays once it appeared */
 		struct rt_otlp_stats os;
 
-		rt_otlp__stats(d->otlp, &os);
+		rt_daemon__otlp_stats(d, &os);
 		fn(ctx, "otlp_queue_full", os.dropped_queue_full);
 		fn(ctx, "otlp_rate_limited", os.dropped_rate_limited);
 		fn(ctx, "otlp_rejected", os.dropped_rejected);
@@ -273,7 +280,7 @@ static void status_otlp(struct rt_daemon *d, struct rt_jsonw *w)
 		rt_jsonw_null(w);
 		return;
 	}
-	rt_otlp__stats(d->otlp, &os);
+	rt_daemon__otlp_stats(d, &os);
 	rt_jsonw_obj_open(w);
 	rt_jsonw_key(w, "endpoint");
 	rt_jsonw_str_val(w, rt_otlp__endpoint(d->otlp));
@@ -298,6 +305,59 @@ static void status_otlp(struct rt_daemon *d, struct rt_jsonw *w)
 	rt_jsonw_key(w, "last_error");
 	if (os.last_error[0])
 		rt_jsonw_str_val(w, os.last_error);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_obj_close(w);
+}
+
+void rt_daemon__exported(struct rt_daemon *d, void (*fn)(void *ctx, const char *key, uint64_t v),
+			 void *ctx)
+{
+	struct rt_jsonl_stats js = { 0 };
+	struct rt_otlp_stats os = { 0 };
+
+	/* both always, 0 when off: a series that comes and goes breaks rate() */
+	if (d->jsonl)
+		rt_jsonl__stats(d->jsonl, &js);
+	fn(ctx, "jsonl", js.lines);
+	rt_daemon__otlp_stats(d, &os);
+	fn(ctx, "otlp", os.exported);
+}
+
+/* The status JSON's "jsonl": null when off (docs/protocol.md). */
+static void status_jsonl(struct rt_daemon *d, struct rt_jsonw *w)
+{
+	struct rt_jsonl_opts jo;
+	struct rt_jsonl_stats js;
+
+	rt_jsonw_key(w, "jsonl");
+	if (!d->jsonl) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_jsonl__get_opts(d->jsonl, &jo);
+	rt_jsonl__stats(d->jsonl, &js);
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "path");
+	rt_jsonw_str_val(w, jo.path);
+	key_u64(w, "max_bytes", jo.max_bytes);
+	key_u64(w, "keep", jo.keep);
+	key_u64(w, "size", js.size);
+	key_u64(w, "lines", js.lines);
+	key_u64(w, "bytes", js.bytes);
+	key_u64(w, "rotations", js.rotations);
+	key_u64(w, "reopens", js.reopens);
+	key_u64(w, "dropped", js.dropped);
+	rt_jsonw_key(w, "dropped_by");
+	rt_jsonw_obj_open(w);
+	key_u64(w, "nospace", js.dropped_nospace);
+	key_u64(w, "io", js.dropped_io);
+	key_u64(w, "toolarge", js.dropped_toolarge);
+	key_u64(w, "other", js.dropped_other);
+	rt_jsonw_obj_close(w);
+	rt_jsonw_key(w, "last_error");
+	if (js.last_errno)
+		rt_jsonw_str_val(w, strerror(js.last_errno));
 	else
 		rt_jsonw_null(w);
 	rt_jsonw_obj_close(w);
@@ -422,6 +482,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 		rt_jsonw_null(&w);
 	}
 	status_otlp(d, &w);
+	status_jsonl(d, &w);
 	rt_jsonw_obj_close(&w);
 	send_jsonw(cl, &w);
 	rt_jsonw_fini(&w);

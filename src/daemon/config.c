@@ -58,6 +58,9 @@ static const struct {
 	[RT_CFG_OTLP_QUEUE] = { "otlp_queue", "exporters" },
 	[RT_CFG_OTLP_BATCH] = { "otlp_batch", "exporters" },
 	[RT_CFG_OTLP_BATCH_DELAY] = { "otlp_batch_delay", "exporters" },
+	[RT_CFG_JSONL_PATH] = { "jsonl_path", "exporters" },
+	[RT_CFG_JSONL_MAX_BYTES] = { "jsonl_max_bytes", "exporters" },
+	[RT_CFG_JSONL_KEEP] = { "jsonl_keep", "exporters" },
 };
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
@@ -71,6 +74,8 @@ void rt_config_init(struct rt_config *c)
 	c->inject = true;
 	c->log_level = RT_LOG_INFO;
 	rt_otlp_opts_init(&c->o.otlp);
+	c->o.jsonl_max_bytes = RT_DAEMON_JSONL_MAX_BYTES;
+	c->o.jsonl_keep = RT_DAEMON_JSONL_KEEP;
 }
 
 void rt_config_fini(struct rt_config *c)
@@ -564,6 +569,28 @@ int rt_config_set(struct rt_config *c, enum rt_cfg_key k, const char *value, cha
 		if (err)
 			return err;
 		break;
+	case RT_CFG_JSONL_PATH:
+		/* empty or off: no JSONL file (the default) */
+		s = NULL;
+		if (*value && strcasecmp(value, "off") && !(s = keep(c, value, strlen(value))))
+			return -ENOMEM;
+		c->o.jsonl_path = s;
+		break;
+	case RT_CFG_JSONL_MAX_BYTES:
+		/* 0: never rotated here (an external logrotate and SIGHUP) */
+		if (parse_size(value, 0, 1UL << 40, &v) || (v && v < 1024))
+			return fail(why, len,
+				    "bad size '%s' (want 0 or 1K to 1024G, a number with optional "
+				    "K/M/G)",
+				    value);
+		c->o.jsonl_max_bytes = v;
+		break;
+	case RT_CFG_JSONL_KEEP:
+		if (parse_count(value, 0, RT_DAEMON_JSONL_KEEP_MAX, &v))
+			return fail(why, len, "bad number '%s' (want 0 to %d)", value,
+				    RT_DAEMON_JSONL_KEEP_MAX);
+		c->o.jsonl_keep = (uint32_t)v;
+		break;
 	default:
 		return fail(why, len, "unknown key");
 	}
@@ -848,6 +875,12 @@ int rt_config_merge(struct rt_config *b, const struct rt_config *o)
 		b->o.otlp.batch = o->o.otlp.batch;
 	if (OVER(RT_CFG_OTLP_BATCH_DELAY))
 		b->o.otlp.batch_delay_ms = o->o.otlp.batch_delay_ms;
+	if (OVER(RT_CFG_JSONL_PATH))
+		b->o.jsonl_path = copy(b, o->o.jsonl_path, &err);
+	if (OVER(RT_CFG_JSONL_MAX_BYTES))
+		b->o.jsonl_max_bytes = o->o.jsonl_max_bytes;
+	if (OVER(RT_CFG_JSONL_KEEP))
+		b->o.jsonl_keep = o->o.jsonl_keep;
 #undef OVER
 	b->set |= o->set;
 	return err;
@@ -912,6 +945,9 @@ uint64_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
 	DIFF(RT_CFG_OTLP_QUEUE, x->otlp.queue != y->otlp.queue);
 	DIFF(RT_CFG_OTLP_BATCH, x->otlp.batch != y->otlp.batch);
 	DIFF(RT_CFG_OTLP_BATCH_DELAY, x->otlp.batch_delay_ms != y->otlp.batch_delay_ms);
+	DIFF(RT_CFG_JSONL_PATH, str_differ(x->jsonl_path, y->jsonl_path));
+	DIFF(RT_CFG_JSONL_MAX_BYTES, x->jsonl_max_bytes != y->jsonl_max_bytes);
+	DIFF(RT_CFG_JSONL_KEEP, x->jsonl_keep != y->jsonl_keep);
 #undef DIFF
 	return d;
 }
@@ -968,6 +1004,55 @@ int rt_config_env(struct rt_config *c, const char *(*get)(const char *name), cha
 		      env_key(c, RT_CFG_OTLP_SAMPLE_RATIO, e.sample_ratio,
 			      "OTEL_TRACES_SAMPLER_ARG", why, len);
 	return err;
+}
+
+bool rt_config_key_live(enum rt_cfg_key k)
+{
+	switch (k) {
+	case RT_CFG_LOG_LEVEL:
+	case RT_CFG_MAX_SPANS: /* the store moves to a ring of the new size */
+	case RT_CFG_JSONL_PATH:
+	case RT_CFG_JSONL_MAX_BYTES:
+	case RT_CFG_JSONL_KEEP:
+	case RT_CFG_OTLP_ENDPOINT:
+	case RT_CFG_OTLP_HEADERS:
+	case RT_CFG_OTLP_COMPRESSION:
+	case RT_CFG_OTLP_TIMEOUT:
+	case RT_CFG_OTLP_CA_FILE:
+	case RT_CFG_OTLP_SERVICE_NAME:
+	case RT_CFG_OTLP_SAMPLE_RATIO:
+	case RT_CFG_OTLP_MAX_SPANS_PER_S:
+	case RT_CFG_OTLP_QUEUE:
+	case RT_CFG_OTLP_BATCH:
+	case RT_CFG_OTLP_BATCH_DELAY:
+		return true;
+	default:
+		/*
+		 * Restart: ring_size, head/tail_bytes (BPF maps and programs
+		 * built at load), max_requests, idle_timeout (the correlator's
+		 * tables and options are fixed at start), sockets, socket_group,
+		 * inject (bound at start, capabilities since dropped), targets,
+		 * record, capture_bodies, metrics_listen.
+		 */
+		return false;
+	}
+}
+
+void rt_config_reload_plan(const struct rt_config *running, const struct rt_config *next,
+			   uint64_t *apply, uint64_t *restart)
+{
+	uint64_t changed = rt_config_diff(running, next);
+	int k;
+
+	*apply = *restart = 0;
+	for (k = 0; k < RT_CFG__N; k++) {
+		if (!(changed & (1ULL << k)))
+			continue;
+		if (rt_config_key_live((enum rt_cfg_key)k))
+			*apply |= 1ULL << k;
+		else
+			*restart |= 1ULL << k;
+	}
 }
 
 void rt_config_opts(const struct rt_config *c, struct rt_daemon_opts *out)

@@ -45,6 +45,9 @@ enum rt_cfg_key {
 	RT_CFG_OTLP_QUEUE,
 	RT_CFG_OTLP_BATCH,
 	RT_CFG_OTLP_BATCH_DELAY,
+	RT_CFG_JSONL_PATH,
+	RT_CFG_JSONL_MAX_BYTES,
+	RT_CFG_JSONL_KEEP,
 	RT_CFG__N,
 };
 
@@ -112,6 +115,20 @@ uint64_t rt_config_diff(const struct rt_config *a, const struct rt_config *b);
  */
 int rt_config_env(struct rt_config *c, const char *(*get)(const char *name), char *why,
 		  size_t why_len);
+
+/*
+ * SIGHUP: whether a changed key takes effect while running (log_level,
+ * max_spans, the jsonl_* keys) or only at the next start (the rest: BPF
+ * maps and probes, sockets, tables sized at start). docs/operations.md.
+ */
+bool rt_config_key_live(enum rt_cfg_key k);
+
+/*
+ * Split the keys that differ between the running config and the file read
+ * again into those a reload applies and those that need a restart.
+ */
+void rt_config_reload_plan(const struct rt_config *running, const struct rt_config *next,
+			   uint64_t *apply, uint64_t *restart);
 
 /* The daemon's options from c (valid as long as c is). */
 void rt_config_opts(const struct rt_config *c, struct rt_daemon_opts *out);

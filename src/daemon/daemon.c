@@ -273,6 +273,9 @@ static void on_span(const struct rt_span *s, void *ctx)
 	if (d->prom)
 		rt_prom__observe(d->prom, s);
 	rt_otlp__add(d->otlp, s);
+	/* every revision: the file is a log, a shipper's reader keeps the newest */
+	if (d->jsonl)
+		rt_jsonl__write_span(d->jsonl, s);
 }
 
 static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
@@ -530,10 +533,18 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 
 	errno = 0;
 	d->otlp = rt_otlp__new(loop, &o->otlp);
+	d->otlp_was_on = d->otlp != NULL;
 	if (!d->otlp && errno) {
 		err = -errno;
 		elog("OTLP exporter to %s: %s", o->otlp.endpoint, strerror(-err));
 		goto cleanup;
+	}
+	if (o->jsonl_path) {
+		err = rt_daemon__set_jsonl(d, o->jsonl_path, o->jsonl_max_bytes, o->jsonl_keep);
+		if (err) {
+			elog("jsonl_path %s: %s", o->jsonl_path, strerror(-err));
+			goto cleanup;
+		}
 	}
 
 	err = mkdir_for(o->socket_path);
@@ -644,4 +655,95 @@ void rt_daemon__fini(struct rt_daemon *d)
 	d->listeners = NULL;
 	rt_prom__free(d->prom);
 	d->prom = NULL;
+	rt_jsonl__close(d->jsonl);
+	d->jsonl = NULL;
+}
+
+int rt_daemon__set_max_spans(struct rt_daemon *d, uint32_t max_spans)
+{
+	int err = rt_store__set_max(d->store, max_spans);
+
+	if (!err)
+		d->o.max_spans = max_spans;
+	return err;
+}
+
+int rt_daemon__set_jsonl(struct rt_daemon *d, const char *path, uint64_t max_bytes, uint32_t keep)
+{
+	struct rt_jsonl_opts jo = { .path = path, .max_bytes = max_bytes, .keep = keep };
+	struct rt_jsonl *j;
+
+	if (!path) {
+		if (d->jsonl)
+			ilog("JSONL export to %s stopped", rt_jsonl__path(d->jsonl));
+		rt_jsonl__close(d->jsonl);
+		d->jsonl = NULL;
+		return 0;
+	}
+	if (d->jsonl)
+		return rt_jsonl__configure(d->jsonl, &jo);
+	j = rt_jsonl__open(&jo);
+	if (!j)
+		return -errno;
+	d->jsonl = j;
+	ilog("JSONL export to %s (rotated past %llu bytes, %u kept)", path,
+	     (unsigned long long)max_bytes, keep);
+	return 0;
+}
+
+int rt_daemon__reopen_jsonl(struct rt_daemon *d)
+{
+	return d->jsonl ? rt_jsonl__reopen(d->jsonl) : 0;
+}
+
+void rt_daemon__otlp_stats(const struct rt_daemon *d, struct rt_otlp_stats *out)
+{
+	const struct rt_otlp_stats *g = &d->otlp_gone;
+
+	memset(out, 0, sizeof(*out));
+	if (d->otlp)
+		rt_otlp__stats(d->otlp, out);
+	else {
+		out->last_status = g->last_status;
+		memcpy(out->last_error, g->last_error, sizeof(out->last_error));
+	}
+	out->exported += g->exported;
+	out->sampled_out += g->sampled_out;
+	out->amended_skipped += g->amended_skipped;
+	out->requests += g->requests;
+	out->retries += g->retries;
+	out->bytes_sent += g->bytes_sent;
+	out->dropped_queue_full += g->dropped_queue_full;
+	out->dropped_rate_limited += g->dropped_rate_limited;
+	out->dropped_rejected += g->dropped_rejected;
+	out->dropped_retries_exhausted += g->dropped_retries_exhausted;
+	out->dropped_encode += g->dropped_encode;
+	out->dropped_shutdown += g->dropped_shutdown;
+	out->rejected_spans += g->rejected_spans;
+}
+
+int rt_daemon__set_otlp(struct rt_daemon *d, const struct rt_otlp_opts *o)
+{
+	struct rt_otlp *x;
+
+	if (!o->endpoint || !*o->endpoint) {
+		if (!d->otlp)
+			return 0;
+		/* close counts what was still queued; fold it in before it goes */
+		rt_otlp__close(d->otlp);
+		rt_daemon__otlp_stats(d, &d->otlp_gone);
+		d->otlp_gone.queued = 0;
+		d->otlp = NULL;
+		ilog("OTLP export stopped");
+		return 0;
+	}
+	if (d->otlp)
+		return rt_otlp__reconfigure(d->otlp, o);
+	errno = 0;
+	x = rt_otlp__new(d->loop, o);
+	if (!x)
+		return errno ? -errno : -EINVAL;
+	d->otlp = x;
+	d->otlp_was_on = true;
+	return 0;
 }

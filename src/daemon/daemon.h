@@ -19,6 +19,8 @@
 #include "daemon/listeners.h"
 #include "daemon/otlp_conf.h"
 #include "daemon/targets.h"
+#include "otlp.h" /* private to the daemon, beside it */
+#include "export/jsonl_file.h"
 #include "export/prom.h"
 #include "export/redact.h"
 #include "export/rtrace_write.h"
@@ -28,6 +30,9 @@
 
 #define RT_DAEMON_SOCKET "/run/reqtrace/reqtrace.sock"
 #define RT_DAEMON_ARGS_MAX 64
+#define RT_DAEMON_JSONL_MAX_BYTES (64ULL << 20)
+#define RT_DAEMON_JSONL_KEEP 5
+#define RT_DAEMON_JSONL_KEEP_MAX 1000 /* RT_JSONL_KEEP_MAX */
 
 /* Source ids of the records the daemon itself writes and of the BPF ring;
  * injected processes get ids from RT_SOURCE_INJECT_FIRST up. */
@@ -61,6 +66,9 @@ struct rt_daemon_opts {
 	const char *
 		metrics_listen; /* ADDR:PORT of the Prometheus listener (docs/metrics.md); NULL: off */
 	struct rt_otlp_opts otlp; /* OTLP/HTTP export (docs/otlp.md); off without an endpoint */
+	const char *jsonl_path; /* the JSONL span file (export/jsonl_file.h); NULL: off */
+	uint64_t jsonl_max_bytes; /* rotate past this; 0: never */
+	uint32_t jsonl_keep; /* rotated files kept */
 };
 
 struct rt_metrics; /* metrics.h */
@@ -106,6 +114,10 @@ struct rt_daemon {
 	struct rt_prom *prom; /* fed by every span; NULL without --metrics-listen */
 	struct rt_metrics *metrics;
 	struct rt_otlp *otlp; /* otlp.h; NULL: not exporting */
+	/* what exporters stopped by SIGHUP counted: the totals never go back */
+	struct rt_otlp_stats otlp_gone;
+	bool otlp_was_on;
+	struct rt_jsonl *jsonl; /* the JSONL span file; NULL without jsonl_path */
 };
 
 int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o);
@@ -128,6 +140,30 @@ void rt_daemon__client_gone(struct rt_ctl_client *cl, void *ctx);
 struct rt_bpf_stats;
 void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 		      void (*fn)(void *ctx, const char *key, uint64_t v), void *ctx);
+
+/*
+ * SIGHUP (main.c): what changes while running. Each returns 0 or -errno
+ * and, on failure, leaves the running setting as it was.
+ */
+/* The store's bound (rt_store__set_max). */
+int rt_daemon__set_max_spans(struct rt_daemon *d, uint32_t max_spans);
+/* Start, reconfigure or (path NULL) stop the JSONL exporter. */
+/*
+ * SIGHUP's OTLP options: start, reconfigure (queue and counters carry over)
+ * or stop (o->endpoint NULL) the exporter. 0, or a negative errno with the
+ * running exporter as it was.
+ */
+int rt_daemon__set_otlp(struct rt_daemon *d, const struct rt_otlp_opts *o);
+/* The OTLP counters since start, across SIGHUP restarts of the exporter. */
+void rt_daemon__otlp_stats(const struct rt_daemon *d, struct rt_otlp_stats *out);
+
+int rt_daemon__set_jsonl(struct rt_daemon *d, const char *path, uint64_t max_bytes, uint32_t keep);
+/* Reopen the JSONL file (an external logrotate moved it); 0 when off. */
+int rt_daemon__reopen_jsonl(struct rt_daemon *d);
+
+/* Spans each exporter wrote, by name: the Prometheus reqtrace_exported_total (commands.c). */
+void rt_daemon__exported(struct rt_daemon *d, void (*fn)(void *ctx, const char *key, uint64_t v),
+			 void *ctx);
 
 uint64_t rt_now_ns(void);
 

@@ -37,6 +37,9 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_CONFIG,
 	OPT_METRICS,
+	OPT_JSONL_PATH,
+	OPT_JSONL_MAX_BYTES,
+	OPT_JSONL_KEEP,
 	OPT_VERSION,
 	OPT_HELP,
 	/* --otlp-*: OPT_OTLP + the key (one case for all of them) */
@@ -98,6 +101,11 @@ static void usage(FILE *f)
 		"                     --otlp-ca-file, --otlp-service-name, --otlp-sample-ratio,\n"
 		"                     --otlp-max-spans-per-s, --otlp-queue, --otlp-batch,\n"
 		"                     --otlp-batch-delay; OTEL_EXPORTER_OTLP_* too (docs/otlp.md)\n"
+		"  --jsonl-path FILE  append every span to FILE as a JSON line (mode 0640), for\n"
+		"                     log shippers; off unless given (docs/operations.md)\n"
+		"  --jsonl-max-bytes SIZE  rotate FILE to FILE.1 ... before it passes SIZE, K/M/G\n"
+		"                     allowed (default 64M; 0: never, for an external logrotate)\n"
+		"  --jsonl-keep N     rotated files kept, FILE.1 to FILE.N (default 5)\n"
 		"  -v                 debug logging (libbpf's included): --log-level debug\n"
 		"  --version, --help\n",
 		RT_DAEMON_SOCKET, RT_DAEMON_INJECT_SOCKET);
@@ -125,50 +133,125 @@ static const char *env_get(const char *name)
 /* SIGHUP: what a reload may change without re-attaching. */
 struct reload {
 	uv_signal_t sig;
+	struct rt_daemon *d;
 	const char *path; /* --config; NULL: nothing to reload */
 	const struct rt_config *flags;
-	struct rt_config *running; /* the file and flags the daemon started with */
+	struct rt_config *running; /* the file and flags the daemon runs with */
 };
+
+#define JSONL_KEYS                                                                                 \
+	((1ULL << RT_CFG_JSONL_PATH) | (1ULL << RT_CFG_JSONL_MAX_BYTES) |                          \
+	 (1ULL << RT_CFG_JSONL_KEEP))
+
+/* the otlp_* keys are consecutive in enum rt_cfg_key */
+#define OTLP_KEYS                                                                                  \
+	(((1ULL << (RT_CFG_OTLP_BATCH_DELAY + 1)) - 1) & ~((1ULL << RT_CFG_OTLP_ENDPOINT) - 1))
+
+/* The live keys of apply, each into the daemon; returns those that took. */
+static uint64_t apply_live(struct reload *r, const struct rt_config *next, uint64_t apply)
+{
+	const struct rt_daemon_opts *o = &next->o, *was = &r->running->o;
+	int err;
+
+	if (apply & (1ULL << RT_CFG_LOG_LEVEL)) {
+		/* said at the old level: a quieter new one would swallow it */
+		ilog("SIGHUP: log_level changed (libbpf's debug output keeps the level at start)");
+		rt_log_set_level(next->log_level);
+	}
+	if (apply & (1ULL << RT_CFG_MAX_SPANS)) {
+		err = rt_daemon__set_max_spans(r->d, o->max_spans);
+		if (err) {
+			elog("SIGHUP: max_spans %u: %s; stays %u", o->max_spans, strerror(-err),
+			     was->max_spans);
+			apply &= ~(1ULL << RT_CFG_MAX_SPANS);
+		} else {
+			ilog("SIGHUP: max_spans %u -> %u%s", was->max_spans, o->max_spans,
+			     o->max_spans < was->max_spans ? " (the oldest spans evicted)" : "");
+		}
+	}
+	if (apply & JSONL_KEYS) {
+		err = rt_daemon__set_jsonl(r->d, o->jsonl_path, o->jsonl_max_bytes, o->jsonl_keep);
+		if (err) {
+			elog("SIGHUP: jsonl_path %s: %s; the JSONL exporter keeps %s",
+			     o->jsonl_path, strerror(-err),
+			     was->jsonl_path ? was->jsonl_path : "off");
+			apply &= ~JSONL_KEYS;
+		} else {
+			ilog("SIGHUP: JSONL export %s, rotated past %llu bytes, %u kept",
+			     o->jsonl_path ? o->jsonl_path : "off",
+			     (unsigned long long)o->jsonl_max_bytes, o->jsonl_keep);
+		}
+	}
+	if (apply & OTLP_KEYS) {
+		err = rt_daemon__set_otlp(r->d, &o->otlp);
+		if (err) {
+			elog("SIGHUP: OTLP exporter to %s: %s; it keeps %s",
+			     o->otlp.endpoint ? o->otlp.endpoint : "off", strerror(-err),
+			     was->otlp.endpoint ? was->otlp.endpoint : "off");
+			apply &= ~OTLP_KEYS;
+		} else {
+			ilog("SIGHUP: OTLP export %s", o->otlp.endpoint ? o->otlp.endpoint : "off");
+		}
+	}
+	return apply;
+}
+
+/* An external logrotate moved the file away: write to a fresh one. */
+static void reopen_jsonl(struct reload *r)
+{
+	int err = rt_daemon__reopen_jsonl(r->d);
+
+	if (err)
+		elog("SIGHUP: reopening the JSONL file: %s (retried before later spans)",
+		     strerror(-err));
+}
 
 static void on_hup(uv_signal_t *h, int sig)
 {
 	struct reload *r = h->data;
-	struct rt_config next;
+	struct rt_config next, took;
 	char err[1024];
-	uint64_t changed;
+	uint64_t apply, restart;
 	int k;
 
 	(void)sig;
 	if (!r->path) {
+		reopen_jsonl(r);
 		wlog("SIGHUP: started without --config: nothing to reload");
 		return;
 	}
 	rt_config_init(&next);
 	if (rt_config_load(&next, r->path, err, sizeof(err))) {
 		elog("SIGHUP: %s; the running configuration stays", err);
+		reopen_jsonl(r);
 		goto cleanup;
 	}
 	if (rt_config_merge(&next, r->flags)) {
 		elog("SIGHUP: out of memory; the running configuration stays");
+		reopen_jsonl(r);
 		goto cleanup;
 	}
 	if (rt_config_env(&next, env_get, err, sizeof(err))) {
 		elog("SIGHUP: %s; the running configuration stays", err);
+		reopen_jsonl(r);
 		goto cleanup;
 	}
-	changed = rt_config_diff(r->running, &next);
-	if (!changed)
+	rt_config_reload_plan(r->running, &next, &apply, &restart);
+	if (!apply && !restart)
 		ilog("SIGHUP: %s reloaded: nothing changed", r->path);
-	if (changed & (1ULL << RT_CFG_LOG_LEVEL)) {
-		/* said at the old level: a quieter new one would swallow it */
-		ilog("SIGHUP: log_level changed (libbpf's debug output keeps the level at start)");
-		r->running->log_level = next.log_level;
-		rt_log_set_level(next.log_level);
-	}
+	apply = apply_live(r, &next, apply);
+	/* a new path was just opened fresh; the old one is left as it is */
+	if (!(apply & (1ULL << RT_CFG_JSONL_PATH)))
+		reopen_jsonl(r);
 	for (k = 0; k < RT_CFG__N; k++)
-		if (k != RT_CFG_LOG_LEVEL && (changed & (1ULL << k)))
-			wlog("SIGHUP: cannot change %s without a restart",
+		if (restart & (1ULL << k))
+			wlog("SIGHUP: %s changed: needs a restart (the running value stays)",
 			     rt_config_key_name((enum rt_cfg_key)k));
+	/* what took effect is what runs now: the next reload compares with it */
+	took = next;
+	took.set = apply;
+	if (rt_config_merge(r->running, &took))
+		elog("SIGHUP: out of memory recording the new values");
 cleanup:
 	rt_config_fini(&next);
 }
@@ -209,6 +292,9 @@ int main(int argc, char **argv)
 		{ "otlp-queue", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_QUEUE },
 		{ "otlp-batch", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_BATCH },
 		{ "otlp-batch-delay", required_argument, NULL, OPT_OTLP + RT_CFG_OTLP_BATCH_DELAY },
+		{ "jsonl-path", required_argument, NULL, OPT_JSONL_PATH },
+		{ "jsonl-max-bytes", required_argument, NULL, OPT_JSONL_MAX_BYTES },
+		{ "jsonl-keep", required_argument, NULL, OPT_JSONL_KEEP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -302,6 +388,15 @@ int main(int argc, char **argv)
 		case OPT_METRICS:
 			k = RT_CFG_METRICS_LISTEN;
 			break;
+		case OPT_JSONL_PATH:
+			k = RT_CFG_JSONL_PATH;
+			break;
+		case OPT_JSONL_MAX_BYTES:
+			k = RT_CFG_JSONL_MAX_BYTES;
+			break;
+		case OPT_JSONL_KEEP:
+			k = RT_CFG_JSONL_KEEP;
+			break;
 		case 'v':
 			if (flag(&flags, RT_CFG_LOG_LEVEL, "verbose", "debug"))
 				goto cleanup;
@@ -350,6 +445,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	/* rt_daemon__fini closes every handle of the loop, this one included */
 	reload.path = config_path;
+	reload.d = &d;
 	uv_signal_init(uv_default_loop(), &reload.sig);
 	reload.sig.data = &reload;
 	uv_signal_start(&reload.sig, on_hup, SIGHUP);

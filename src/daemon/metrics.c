@@ -171,15 +171,15 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	struct rt_gpu_stats *gs = calloc(1, sizeof(*gs));
 	struct kv_list *events = calloc(1, sizeof(*events));
 	struct kv_list *drops = calloc(1, sizeof(*drops));
+	struct kv_list *exported = calloc(1, sizeof(*exported));
 	struct rt_prom_gpu gpu[RT_GPU_BUSY_DEVICES_MAX];
 	struct rt_prom_extra x = { 0 };
-	struct rt_prom_kv exported[1];
 	FILE *f = NULL;
 	uint32_t i;
 	int err = -ENOMEM;
 
 	*out = NULL;
-	if (!bs || !gs || !events || !drops)
+	if (!bs || !gs || !events || !drops || !exported)
 		goto cleanup;
 	if (d->bpf)
 		rt_bpf_source__stats(d->bpf, bs);
@@ -192,6 +192,7 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 		event_count(events, "inject", is.records);
 	}
 	rt_daemon__drops(d, bs, event_count, drops);
+	rt_daemon__exported(d, event_count, exported);
 	rt_gpu_stats(rt_pipeline__correlator(d->pipe), gs);
 	for (i = 0; i < gs->n_busy && i < RT_GPU_BUSY_DEVICES_MAX; i++)
 		gpu[i] = (struct rt_prom_gpu){ .pid = gs->busy[i].pid,
@@ -201,14 +202,8 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	x.n_events = events->n;
 	x.drops = drops->kv;
 	x.n_drops = drops->n;
-	if (d->otlp) {
-		struct rt_otlp_stats os;
-
-		rt_otlp__stats(d->otlp, &os);
-		exported[0] = (struct rt_prom_kv){ .name = "otlp", .value = os.exported };
-		x.exported = exported;
-		x.n_exported = 1;
-	}
+	x.exported = exported->kv;
+	x.n_exported = exported->n;
 	x.gpu = gpu;
 	x.n_gpu = i;
 	/* busy time comes from CUPTI device records; without any, say nothing */
@@ -232,6 +227,7 @@ cleanup:
 	free(gs);
 	free(events);
 	free(drops);
+	free(exported);
 	return err;
 }
 

@@ -72,6 +72,16 @@ struct rt_otlp {
 
 	struct rt_otlp_bucket cap; /* otlp_max_spans_per_s */
 	struct rt_otlp_stats st;
+
+	/* SIGHUP's new options that shape a POST (URL, headers, timeout, CA,
+	 * compression): a batch keeps the ones it was encoded and first sent with,
+	 * retries included, so these wait for the next batch */
+	struct pending {
+		bool set;
+		struct rt_otlp_opts o;
+		char *endpoint, *ca_file, *service_name;
+		struct curl_slist *hdrs;
+	} next;
 };
 
 static void maybe_free(struct rt_otlp *x)
@@ -85,6 +95,10 @@ static void maybe_free(struct rt_otlp *x)
 	free(x->ca_file);
 	free(x->service_name);
 	curl_slist_free_all(x->hdrs);
+	free(x->next.endpoint);
+	free(x->next.ca_file);
+	free(x->next.service_name);
+	curl_slist_free_all(x->next.hdrs);
 	free(x);
 }
 
@@ -129,6 +143,8 @@ static void fail_log(struct rt_otlp *x, const char *what)
 	x->failing = true;
 }
 
+static void apply_next(struct rt_otlp *x);
+
 static void batch_end(struct rt_otlp *x)
 {
 	free(x->body);
@@ -138,6 +154,7 @@ static void batch_end(struct rt_otlp *x)
 	x->attempt = 0;
 	x->busy = false;
 	x->waiting_retry = false;
+	apply_next(x);
 }
 
 static void on_flush(uv_timer_t *t);
@@ -509,7 +526,7 @@ static char *dup_or_null(const char *s, bool *bad)
 	return d;
 }
 
-static int headers(struct rt_otlp *x)
+static int headers(const struct rt_otlp_opts *o, struct curl_slist **out)
 {
 	struct rt_otlp_header h[RT_OTLP_HEADERS_MAX];
 	struct curl_slist *l;
@@ -517,10 +534,10 @@ static int headers(struct rt_otlp *x)
 	int n = 0, i;
 	const char *fixed[] = { "Content-Type: application/json",
 				/* no 100-continue round trip before each body */
-				"Expect:", x->o.no_gzip ? NULL : "Content-Encoding: gzip" };
+				"Expect:", o->no_gzip ? NULL : "Content-Encoding: gzip" };
 
-	if (x->o.headers) {
-		n = rt_otlp_parse_headers(x->o.headers, h, RT_OTLP_HEADERS_MAX, why, sizeof(why));
+	if (o->headers) {
+		n = rt_otlp_parse_headers(o->headers, h, RT_OTLP_HEADERS_MAX, why, sizeof(why));
 		if (n < 0) {
 			elog("otlp_headers: %s", why);
 			return n;
@@ -529,17 +546,17 @@ static int headers(struct rt_otlp *x)
 	for (i = 0; i < 3; i++) {
 		if (!fixed[i])
 			continue;
-		l = curl_slist_append(x->hdrs, fixed[i]);
+		l = curl_slist_append(*out, fixed[i]);
 		if (!l)
 			return -ENOMEM;
-		x->hdrs = l;
+		*out = l;
 	}
 	for (i = 0; i < n; i++) {
 		snprintf(line, sizeof(line), "%.63s: %.511s", h[i].name, h[i].value);
-		l = curl_slist_append(x->hdrs, line);
+		l = curl_slist_append(*out, line);
 		if (!l)
 			return -ENOMEM;
-		x->hdrs = l;
+		*out = l;
 	}
 	return 0;
 }
@@ -611,7 +628,8 @@ struct rt_otlp *rt_otlp__new(uv_loop_t *loop, const struct rt_otlp_opts *o)
 	x->easy = curl_easy_init();
 	if (bad || !x->ring || !x->batch || !x->multi || !x->easy)
 		goto cleanup;
-	err = headers(x);
+	err = headers(&x->o, &x->hdrs);
+	x->o.headers = NULL; /* parsed: the caller's string need not outlive this */
 	if (err)
 		goto cleanup;
 	if (x->ca_file && access(x->ca_file, R_OK)) {
@@ -673,4 +691,112 @@ void rt_otlp__close(struct rt_otlp *x)
 		sock_close(x->socks);
 	uv_close((uv_handle_t *)&x->curl_timer, handle_closed);
 	uv_close((uv_handle_t *)&x->flush_timer, handle_closed);
+}
+
+/* The per-POST options of x->next into the easy handle, between batches. */
+static void apply_next(struct rt_otlp *x)
+{
+	struct pending *n = &x->next;
+
+	if (!n->set || x->busy || x->closing)
+		return;
+	free(x->endpoint);
+	free(x->ca_file);
+	curl_slist_free_all(x->hdrs);
+	x->endpoint = n->endpoint;
+	x->ca_file = n->ca_file;
+	x->hdrs = n->hdrs;
+	x->o.no_gzip = n->o.no_gzip;
+	x->o.timeout_ms = n->o.timeout_ms;
+	n->endpoint = n->ca_file = NULL;
+	n->hdrs = NULL;
+	n->set = false;
+	curl_easy_setopt(x->easy, CURLOPT_URL, x->endpoint);
+	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)x->o.timeout_ms);
+	curl_easy_setopt(x->easy, CURLOPT_CAINFO, x->ca_file); /* NULL: the default bundle */
+	x->failing = false;
+	ilog("otlp: exporting to %s (%s)", x->endpoint, x->o.no_gzip ? "uncompressed" : "gzip");
+}
+
+/* The queue resized to q, oldest first; what no longer fits is dropped, counted. */
+static int resize_queue(struct rt_otlp *x, uint32_t q, uint32_t batch)
+{
+	struct rt_span *ring, *b;
+	uint32_t keep = x->count < q ? x->count : q, skip = x->count - keep, i;
+
+	if (q == x->o.queue && batch == x->o.batch)
+		return 0;
+	ring = calloc(q, sizeof(*ring));
+	b = calloc(batch, sizeof(*b));
+	if (!ring || !b) {
+		free(ring);
+		free(b);
+		return -ENOMEM;
+	}
+	/* the newest stay: a full queue drops arrivals, a shrunk one its oldest */
+	for (i = 0; i < keep; i++)
+		ring[i] = x->ring[(x->head + skip + i) % x->o.queue];
+	x->st.dropped_queue_full += skip;
+	free(x->ring);
+	free(x->batch);
+	x->ring = ring;
+	x->batch = b;
+	x->head = 0;
+	x->count = keep;
+	x->o.queue = q;
+	x->o.batch = batch;
+	return 0;
+}
+
+int rt_otlp__reconfigure(struct rt_otlp *x, const struct rt_otlp_opts *o)
+{
+	struct pending n = { .set = true, .o = *o };
+	uint32_t q = o->queue ? o->queue : 2048, batch = o->batch ? o->batch : 512;
+	char *service = NULL;
+	bool bad = false;
+	int err = -ENOMEM;
+
+	if (!x || x->closing || !o->endpoint || !*o->endpoint)
+		return -EINVAL;
+	if (batch > q)
+		batch = q;
+	n.endpoint = dup_or_null(o->endpoint, &bad);
+	n.ca_file = dup_or_null(o->ca_file, &bad);
+	service = dup_or_null(o->service_name, &bad);
+	if (bad)
+		goto cleanup;
+	err = headers(o, &n.hdrs);
+	if (err)
+		goto cleanup;
+	if (n.ca_file && access(n.ca_file, R_OK)) {
+		err = -errno;
+		elog("otlp_ca_file %s: %s", n.ca_file, strerror(errno));
+		goto cleanup;
+	}
+	err = resize_queue(x, q, batch);
+	if (err)
+		goto cleanup;
+	/* these shape what is queued, not a POST: at once */
+	free(x->service_name);
+	x->service_name = service;
+	service = NULL;
+	x->o.sample_ratio = o->sample_ratio;
+	x->o.max_spans_per_s = o->max_spans_per_s;
+	x->o.batch_delay_ms = o->batch_delay_ms ? o->batch_delay_ms : 1000;
+	/* a reload before the last one took: the newer wins */
+	free(x->next.endpoint);
+	free(x->next.ca_file);
+	curl_slist_free_all(x->next.hdrs);
+	n.o.headers = NULL;
+	x->next = n;
+	apply_next(x);
+	kick(x);
+	return 0;
+cleanup:
+	free(n.endpoint);
+	free(n.ca_file);
+	free(service);
+	curl_slist_free_all(n.hdrs);
+	return err;
 }

@@ -60,6 +60,17 @@ const char *rt_otlp__endpoint(const struct rt_otlp *x);
  * handle walk: they free themselves); what is still queued is counted as
  * dropped_shutdown. NULL is fine.
  */
+/*
+ * SIGHUP: o replaces the options of a running exporter (o->endpoint set;
+ * turning it on or off is new/close). The queue, its spans and every
+ * counter carry over; a smaller queue drops its oldest spans (counted as
+ * queue_full). Sampling, the cap, the batch delay and service.name apply at
+ * once; URL, headers, timeout, CA and compression from the next batch on
+ * (the one in flight or waiting to be retried leaves as it was encoded).
+ * Returns 0, or a negative errno with the running options unchanged.
+ */
+int rt_otlp__reconfigure(struct rt_otlp *x, const struct rt_otlp_opts *o);
+
 void rt_otlp__close(struct rt_otlp *x);
 
 #endif /* RT_DAEMON_OTLP_H */

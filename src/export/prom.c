@@ -335,11 +335,10 @@ int rt_prom__write(const struct rt_prom *p, const struct rt_prom_extra *x, FILE 
 			 "What each bounded stage had to drop (the status command's \"drops\").",
 			 "stage", x->drops, x->n_drops);
 		if (x->n_exported)
-			counters(
-				f, "reqtrace_exported_spans_total",
-				"Request spans an exporter delivered (OTLP: the collector answered "
-				"2xx).",
-				"exporter", x->exported, x->n_exported);
+			counters(f, "reqtrace_exported_spans_total",
+				 "Request spans each exporter delivered (OTLP: the collector "
+				 "answered 2xx; JSONL: lines written whole).",
+				 "exporter", x->exported, x->n_exported);
 		if (x->gpu_known) {
 			head(f, "reqtrace_gpu_busy_seconds_total", "counter",
 			     "Union of kernel intervals per device and process, since its first "

@@ -105,3 +105,34 @@ void rt_store__stats(const struct rt_store *st, struct rt_store_stats *out)
 	out->size = st->len;
 	out->capacity = st->cap;
 }
+
+int rt_store__set_max(struct rt_store *st, uint32_t max_spans)
+{
+	struct rt_span *ring;
+	struct rt_hmap index;
+	uint32_t skip, n;
+
+	if (!max_spans)
+		return -EINVAL;
+	if (max_spans == st->cap)
+		return 0;
+	ring = calloc(max_spans, sizeof(*ring));
+	if (!ring || rt_hmap_init(&index, max_spans)) {
+		free(ring);
+		return -ENOMEM;
+	}
+	skip = st->len > max_spans ? st->len - max_spans : 0;
+	for (n = 0; n + skip < st->len; n++) {
+		ring[n] = st->ring[(st->head + skip + n) % st->cap];
+		rt_hmap_put(&index, key_of(&ring[n]), (void *)(uintptr_t)(n + 1));
+	}
+	rt_hmap_fini(&st->index);
+	free(st->ring);
+	st->index = index;
+	st->ring = ring;
+	st->cap = max_spans;
+	st->head = 0;
+	st->len = n;
+	st->st.evicted += skip;
+	return 0;
+}

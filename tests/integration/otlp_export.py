@@ -27,6 +27,8 @@ import gzip
 import http.server
 import json
 import os
+import re
+import signal
 import socket
 import socketserver
 import ssl
@@ -199,6 +201,68 @@ def wait_for(pred, timeout):
     return pred()
 
 
+def check_reload(server):
+    """SIGHUP moves the exporter to a new collector; queue and counters carry over."""
+    rx_a, rx_b = Receiver(), Receiver()
+    d = tempfile.mkdtemp(prefix="rt-otlp-reload-")
+    conf = os.path.join(d, "reqtraced.conf")
+
+    def write_conf(endpoint, queue):
+        with open(conf, "w") as f:
+            f.write("[exporters]\notlp_endpoint = %s\notlp_batch_delay = 200ms\n"
+                    "otlp_queue = %d\n" % (endpoint, queue))
+
+    def wait_log(pattern):
+        return wait_for(lambda: re.search(pattern, daemon.log_text()) is not None, WAIT_S)
+
+    def delivered(rx):
+        return [i for p in rx.snapshot() if p["status"] == 200 for i in request_ids(p)]
+
+    url_a = "http://127.0.0.1:%d/v1/traces" % rx_a.port
+    url_b = "http://127.0.0.1:%d/v1/traces" % rx_b.port
+    write_conf(url_a, 2048)
+    daemon = lc.Daemon(["--config", conf, "--pid", str(server.pid)])
+    try:
+        out, _ = lc.run_load(server.port, "--concurrency", 2, "--requests", 6,
+                             "--max-tokens", 2, "--id-prefix", "otlp-r1-")
+        first = {x["request_id"] for x in out if x.get("ok")}
+        wait_for(lambda: first <= set(delivered(rx_a)), WAIT_S)
+        check(len(first) == 6 and first <= set(delivered(rx_a)),
+              "reload: 6 requests delivered to the first collector")
+
+        write_conf(url_b, 64)
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        check(wait_log(re.escape("SIGHUP: OTLP export %s" % url_b)),
+              "reload: SIGHUP moved the exporter to the second collector")
+        st = daemon.status()["otlp"]
+        check(st and st["endpoint"] == url_b and st["exported"] == 6,
+              "reload: status names the new endpoint and keeps the count (%s)" % st)
+        out, _ = lc.run_load(server.port, "--concurrency", 2, "--requests", 6,
+                             "--max-tokens", 2, "--id-prefix", "otlp-r2-")
+        second = {x["request_id"] for x in out if x.get("ok")}
+        wait_for(lambda: second <= set(delivered(rx_b)), WAIT_S)
+        check(len(second) == 6 and second <= set(delivered(rx_b)),
+              "reload: the next 6 requests reach the second collector")
+        check(not (second & set(delivered(rx_a))) and not (first & set(delivered(rx_b))),
+              "reload: none went to both collectors")
+        st = daemon.status()["otlp"]
+        check(st["exported"] == 12 and sum(st["dropped"].values()) == 0,
+              "reload: exported %d across the reload, no loss (%s)"
+              % (st["exported"], st["dropped"]))
+
+        write_conf("off", 64)
+        os.kill(daemon.proc.pid, signal.SIGHUP)
+        check(wait_log(r"SIGHUP: OTLP export off"), "reload: otlp_endpoint = off stops it")
+        st = daemon.status()
+        check(st["otlp"] is None and st["drops"].get("otlp_queue_full") == 0,
+              "reload: status otlp null once stopped, its drop counters stay (%s)"
+              % st["drops"].get("otlp_queue_full"))
+    finally:
+        daemon.stop()
+        rx_a.close()
+        rx_b.close()
+
+
 def main():
     lc.require_root()
     rx = Receiver()
@@ -349,6 +413,7 @@ def main():
           "what was queued at exit is counted and logged")
     try:
         check_tls(server)
+        check_reload(server)
     finally:
         server.stop()
     lc.finish()

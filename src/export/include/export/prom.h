@@ -42,7 +42,8 @@ struct rt_prom_extra {
 	uint32_t n_events;
 	const struct rt_prom_kv *drops;
 	uint32_t n_drops;
-	const struct rt_prom_kv *exported; /* request spans delivered, per exporter */
+	const struct rt_prom_kv *
+		exported; /* request spans delivered, per exporter (reqtrace_exported_spans_total) */
 	uint32_t n_exported;
 	const struct rt_prom_gpu *gpu;
 	uint32_t n_gpu;

@@ -41,4 +41,11 @@ const struct rt_span *rt_store__find(const struct rt_store *st, const char *requ
 
 void rt_store__stats(const struct rt_store *st, struct rt_store_stats *out);
 
+/*
+ * A new bound (SIGHUP): the spans move to a ring of max_spans, oldest
+ * first; shrinking evicts the oldest (counted). 0 or -ENOMEM (the store
+ * is unchanged then), -EINVAL for 0.
+ */
+int rt_store__set_max(struct rt_store *st, uint32_t max_spans);
+
 #endif /* RT_STORE_H */
