@@ -26,6 +26,7 @@ struct rt_ctl_client {
 	bool held; /* an answer is in progress */
 	bool in_process;
 	bool closing;
+	bool paused; /* not reading: too many answer bytes unread (RT_CTL_PAUSE_BYTES) */
 	uv_shutdown_t shutdown;
 };
 
@@ -46,6 +47,8 @@ struct write_req {
 };
 
 static void process(struct rt_ctl_client *cl);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 static void on_client_closed(uv_handle_t *h)
 {
@@ -94,11 +97,22 @@ static void client_close_flushed(struct rt_ctl_client *cl)
 static void on_written(uv_write_t *req, int status)
 {
 	struct write_req *w = (struct write_req *)req;
+	struct rt_ctl_client *cl = w->cl;
 
-	w->cl->pending -= w->len;
-	if (status < 0 && !w->cl->closing)
-		client_close(w->cl);
+	cl->pending -= w->len;
 	free(w);
+	if (status < 0 && !cl->closing)
+		client_close(cl);
+	if (cl->closing || !cl->paused || cl->pending > RT_CTL_PAUSE_BYTES / 2)
+		return;
+	/* the client read its answers: take its next requests */
+	cl->paused = false;
+	if (uv_read_start((uv_stream_t *)&cl->pipe, on_alloc, on_read)) {
+		client_close(cl);
+		return;
+	}
+	if (!cl->held && !cl->in_process)
+		process(cl);
 }
 
 static int send_raw(struct rt_ctl_client *cl, const char *data, size_t len, bool newline)
@@ -224,20 +238,30 @@ out:
 /* Handle complete lines while no answer is in progress. */
 static void process(struct rt_ctl_client *cl)
 {
+	size_t off = 0; /* consumed: moved out once, not per line (a flood of tiny lines) */
+
 	cl->in_process = true;
-	while (!cl->held && !cl->closing && cl->len) {
-		char *nl = memchr(cl->buf, '\n', cl->len);
-		size_t used;
+	while (!cl->held && !cl->closing && off < cl->len && cl->pending <= RT_CTL_PAUSE_BYTES) {
+		char *line = cl->buf + off;
+		char *nl = memchr(line, '\n', cl->len - off);
 
 		if (!nl)
 			break;
 		*nl = '\0';
-		used = (size_t)(nl - cl->buf) + 1;
-		handle_line(cl, cl->buf);
+		off += (size_t)(nl - line) + 1;
+		handle_line(cl, line);
 		if (cl->closing)
 			return; /* freed when its close completes, not yet */
-		memmove(cl->buf, cl->buf + used, cl->len - used);
-		cl->len -= used;
+	}
+	if (off) {
+		memmove(cl->buf, cl->buf + off, cl->len - off);
+		cl->len -= off;
+	}
+	/* answers pile up unread: stop reading requests until the client reads them, so
+	 * that tiny requests with longer answers cannot make the daemon grow */
+	if (cl->pending > RT_CTL_PAUSE_BYTES && !cl->paused && !cl->closing) {
+		cl->paused = true;
+		uv_read_stop((uv_stream_t *)&cl->pipe);
 	}
 	cl->in_process = false;
 }

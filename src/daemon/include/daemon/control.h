@@ -22,6 +22,7 @@
 #define RT_CTL_LINE_MAX 65536
 #define RT_CTL_CLIENTS_MAX 64
 #define RT_CTL_PENDING_MAX (256u << 20) /* unread answer bytes before a client is dropped */
+#define RT_CTL_PAUSE_BYTES (256u << 10) /* unread answer bytes before its requests wait */
 
 struct rt_control;
 struct rt_ctl_client;
