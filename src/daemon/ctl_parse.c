@@ -47,6 +47,9 @@ int rt_ctl_dur_field(const cJSON *req, const char *key, uint64_t *ns)
 	if (!v)
 		return 0;
 	if (cJSON_IsNumber(v) && v->valuedouble >= 0) {
+		/* 2^64 and beyond do not convert (undefined behaviour) */
+		if (v->valuedouble >= 18446744073709551616.0)
+			return -EINVAL;
 		*ns = (uint64_t)v->valuedouble;
 		return 0;
 	}
