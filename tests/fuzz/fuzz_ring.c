@@ -80,9 +80,17 @@ static int collect(const struct rt_event_hdr *ev, void *ctx)
 	return 0;
 }
 
+static char sock_dir[64];
+
+/* The server unlinks its socket; the folder goes too (replays run in CI). */
+static void cleanup(void)
+{
+	rt_inject_server__free(srv);
+	rmdir(sock_dir);
+}
+
 static void setup(void)
 {
-	static char dir[64];
 	struct rt_inject_server_opts o = {
 		.path = sock_path,
 		.ring_bytes = RT_INJECT_RING_MIN,
@@ -90,11 +98,12 @@ static void setup(void)
 	};
 
 	rt_log_set_level(RT_LOG_ERROR); /* a dropped ring is a warning each time */
-	strcpy(dir, "/tmp/rt-fuzz-ring-XXXXXX");
-	CHECK(mkdtemp(dir) != NULL);
-	snprintf(sock_path, sizeof(sock_path), "%s/inject.sock", dir);
+	strcpy(sock_dir, "/tmp/rt-fuzz-ring-XXXXXX");
+	CHECK(mkdtemp(sock_dir) != NULL);
+	snprintf(sock_path, sizeof(sock_path), "%s/inject.sock", sock_dir);
 	srv = rt_inject_server__new(&o);
 	CHECK(srv != NULL);
+	atexit(cleanup);
 }
 
 static __u64 get64(const __u8 *p)
