@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "correlate/gpu.h"
 #include "daemon.h"
+#include "daemon/ctl_parse.h"
 #include "export/span_json.h"
 #include "otlp.h"
 #include "sources/bpf_source.h"
@@ -545,22 +546,6 @@ static int each_span(const struct rt_span *s, void *ctx)
 	return 0;
 }
 
-static int parse_dur_field(const cJSON *req, const char *key, uint64_t *ns)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
-
-	*ns = 0;
-	if (!v)
-		return 0;
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0) {
-		*ns = (uint64_t)v->valuedouble;
-		return 0;
-	}
-	if (cJSON_IsString(v))
-		return rt_dur_parse(v->valuestring, ns);
-	return -EINVAL;
-}
-
 static void cmd_spans(struct rt_daemon *d, struct rt_ctl_client *cl, const cJSON *req)
 {
 	struct span_filter f = { .cl = cl };
@@ -570,7 +555,7 @@ static void cmd_spans(struct rt_daemon *d, struct rt_ctl_client *cl, const cJSON
 	char extra[64];
 	uint32_t i;
 
-	if (parse_dur_field(req, "since", &since)) {
+	if (rt_ctl_dur_field(req, "since", &since)) {
 		rt_ctl_error(cl, "bad \"since\": a duration such as 30s or 5m");
 		return;
 	}
@@ -678,7 +663,7 @@ static void cmd_record(struct rt_daemon *d, struct rt_ctl_client *cl, const cJSO
 		rt_ctl_error(cl, "bad request: record needs an absolute \"path\"");
 		return;
 	}
-	if (parse_dur_field(req, "duration", &dur) || !dur) {
+	if (rt_ctl_dur_field(req, "duration", &dur) || !dur) {
 		rt_ctl_error(cl, "bad \"duration\": a duration such as 10s");
 		return;
 	}

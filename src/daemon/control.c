@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "daemon/control.h"
+#include "daemon/ctl_parse.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -208,31 +209,18 @@ pid_t rt_ctl_pid(const struct rt_ctl_client *cl)
 static void handle_line(struct rt_ctl_client *cl, char *line)
 {
 	struct rt_control *c = cl->ctl;
-	cJSON *req = cJSON_Parse(line), *v;
+	struct rt_ctl_req req;
+	char why[96];
 
 	c->st.requests++;
 	cl->held = true; /* until rt_ctl_end/rt_ctl_error */
-	if (!cJSON_IsObject(req)) {
+	if (rt_ctl_parse(line, &req, why, sizeof(why))) {
 		c->st.bad_requests++;
-		rt_ctl_error(cl, "bad request: not a JSON object");
-		goto out;
+		rt_ctl_error(cl, "%s", why);
+		return;
 	}
-	v = cJSON_GetObjectItemCaseSensitive(req, "v");
-	if (v && (!cJSON_IsNumber(v) || v->valueint != RT_CTL_PROTOCOL)) {
-		c->st.bad_requests++;
-		rt_ctl_error(cl, "unsupported protocol version (this daemon speaks %d)",
-			     RT_CTL_PROTOCOL);
-		goto out;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(req, "cmd");
-	if (!cJSON_IsString(v)) {
-		c->st.bad_requests++;
-		rt_ctl_error(cl, "bad request: no \"cmd\"");
-		goto out;
-	}
-	c->o.handler(cl, v->valuestring, req, c->o.ctx);
-out:
-	cJSON_Delete(req);
+	c->o.handler(cl, req.cmd, req.json, c->o.ctx);
+	cJSON_Delete(req.json);
 }
 
 /* Handle complete lines while no answer is in progress. */
