@@ -44,6 +44,7 @@
 #define RT_SPAN_THREADS_MAX 16
 #define RT_SPAN_REPORTED_MAX 12
 #define RT_SPAN_REPORTED_NAME_MAX 40
+#define RT_SPAN_RESPONSE_ID_MAX 64
 #define RT_SPAN_INTERVALS_MAX 24
 #define RT_SPAN_SLICES_MAX 32
 
@@ -141,6 +142,9 @@ struct rt_span {
 	char method[RT_SPAN_METHOD_MAX];
 	char path[RT_SPAN_PATH_MAX];
 	int status; /* 0: no response status seen */
+	/* the response body's or first SSE event's top-level "id"
+	 * ("chatcmpl-..."); "" when none was seen */
+	char response_id[RT_SPAN_RESPONSE_ID_MAX];
 
 	/* when the request's first bytes reached the server's socket (kernel
 	 * receive path), 0: not observed; never after start_ns */

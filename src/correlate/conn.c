@@ -412,6 +412,8 @@ static const struct rt_http_req_cb req_cb = {
 
 /* ---- response parser callbacks ---------------------------------------- */
 
+_Static_assert(RT_HTTP_RESPONSE_ID_MAX == RT_SPAN_RESPONSE_ID_MAX, "response ids copy whole");
+
 static void add_reported(struct rt_req *r, const struct rt_http_reported *rep, uint32_t n)
 {
 	uint32_t i, j;
@@ -485,6 +487,8 @@ static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 	 */
 	if (ev->tokens_out >= 0)
 		r->span.tokens_out = ev->tokens_out;
+	if (!r->span.response_id[0] && ev->response_id[0])
+		memcpy(r->span.response_id, ev->response_id, sizeof(r->span.response_id));
 	add_reported(r, ev->reported, ev->n_reported);
 	switch (ev->kind) {
 	case RT_SSE_CONTENT:
@@ -513,6 +517,8 @@ static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
 		return;
 	if (done->tokens_out >= 0)
 		r->span.tokens_out = done->tokens_out;
+	if (!r->span.response_id[0] && done->response_id[0])
+		memcpy(r->span.response_id, done->response_id, sizeof(r->span.response_id));
 	add_reported(r, done->reported, done->n_reported);
 	if (done->guessed)
 		r->span.flags |= RT_SPAN_INCOMPLETE;

@@ -288,6 +288,8 @@ static void request_attrs(struct rt_jsonw *w, const struct rt_span *s)
 	op = rt_prom_operation(s->path);
 	if (strcmp(op, "unknown"))
 		attr_str(w, "gen_ai.operation.name", op);
+	if (s->response_id[0])
+		attr_str(w, "gen_ai.response.id", s->response_id);
 	v = reported(s, in_names, &found);
 	if (found)
 		attr_int(w, "gen_ai.usage.input_tokens", (int64_t)v);

@@ -28,6 +28,7 @@ struct rt_json_mask {
 	bool outer; /* levels below depth 0 were open before a recovery: unknown */
 	bool ktrack; /* the key's end was not in sight when it opened: matched byte by byte */
 	bool vkeep; /* the current value's number is kept as is */
+	bool skeep; /* the current value string is the response's top-level "id": kept */
 	bool next_reported; /* the next object opened is a usage/timings object */
 };
 

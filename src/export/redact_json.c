@@ -65,6 +65,7 @@ static const struct {
 #define KEY_TIMINGS 6
 #define KEY_TP 7
 #define KEY_TE 8
+#define KEY_ID 9
 #define ALL_KEYS ((uint32_t)((1ULL << N_KEYS) - 1))
 
 static const char *const literals[] = { "true", "false", "null", "DONE" };
@@ -151,13 +152,21 @@ static void key_done(struct rt_json_mask *j)
 	int k = key_index(j->kmatch, j->klen);
 
 	j->vkeep = in_reported(j) || k == KEY_TP || k == KEY_TE;
+	/* the response's own id (gen_ai.response.id), a server-made token, not
+	 * content: only at the top level, where a tool call's "id" cannot be */
+	j->skeep = k == KEY_ID && j->depth == 1 && !j->outer;
 	j->next_reported = k == KEY_USAGE || k == KEY_TIMINGS;
 }
 
 static uint8_t str_out(struct rt_json_mask *j, uint8_t c)
 {
-	if (j->kv == KV_VALUE)
+	if (j->kv == KV_VALUE) {
+		/* an escape ends the keeping: the parser takes no id with one */
+		if (j->skeep && c >= 0x21 && c <= 0x7e && c != '\\' && c != '"')
+			return c;
+		j->skeep = false;
 		return RT_REDACT_MASK;
+	}
 	if (j->ktrack) {
 		j->kmatch = key_step(j->kmatch, j->klen, c);
 		if (j->klen < UINT8_MAX)
@@ -235,21 +244,21 @@ static uint8_t json_out(struct rt_json_mask *j, const uint8_t *p, size_t n)
 		j->reported = c == '{' && j->next_reported ? j->reported | bit : j->reported & ~bit;
 		j->depth++;
 		j->prev = c;
-		j->vkeep = j->next_reported = false;
+		j->vkeep = j->skeep = j->next_reported = false;
 		return c;
 	case '}':
 	case ']':
 		if (j->depth)
 			j->depth--;
 		j->prev = 0;
-		j->vkeep = j->next_reported = false;
+		j->vkeep = j->skeep = j->next_reported = false;
 		return c;
 	case ':':
 		j->prev = c;
 		return c;
 	case ',':
 		j->prev = c;
-		j->vkeep = j->next_reported = false;
+		j->vkeep = j->skeep = j->next_reported = false;
 		return c;
 	case '"':
 		j->st = J_STR;

@@ -205,6 +205,11 @@ void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 		rt_jsonw_int(w, s->tokens_out);
 	else
 		rt_jsonw_null(w);
+	rt_jsonw_key(w, "response_id");
+	if (s->response_id[0])
+		rt_jsonw_str_val(w, s->response_id);
+	else
+		rt_jsonw_null(w);
 	rt_jsonw_key(w, "itl_ms");
 	if (s->itl_present) {
 		rt_jsonw_obj_open(w);
@@ -419,6 +424,9 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 	s->events_out = cJSON_IsNumber(v) ? (uint32_t)v->valuedouble : 0;
 	v = cJSON_GetObjectItemCaseSensitive(o, "tokens_out");
 	s->tokens_out = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : -1;
+	v = cJSON_GetObjectItemCaseSensitive(o, "response_id");
+	if (cJSON_IsString(v))
+		snprintf(s->response_id, sizeof(s->response_id), "%s", v->valuestring);
 	v = cJSON_GetObjectItemCaseSensitive(o, "itl_ms");
 	if (cJSON_IsObject(v)) {
 		s->itl_present = true;

@@ -84,6 +84,7 @@ struct rt_http_json_facts {
 	bool text_shape; /* has choices[] or a "content" member: a text-bearing shape */
 	bool usage; /* a usage or timings object */
 	int64_t tokens_out;
+	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* top-level "id"; "" none */
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
 };

@@ -111,12 +111,62 @@ static void add_count(const cJSON *root, const char *name, struct rt_http_json_f
 		rt_http_report(f->reported, &f->n_reported, NULL, name, strlen(name), v);
 }
 
+/* An id worth an attribute: 1 to max-1 printable ASCII characters, no quote or backslash. */
+static void set_response_id(struct rt_http_json_facts *f, const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n || n >= sizeof(f->response_id))
+		return;
+	for (i = 0; i < n; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e || s[i] == '"' || s[i] == '\\')
+			return;
+	memcpy(f->response_id, s, n);
+	f->response_id[n] = '\0';
+}
+
+/*
+ * A kept head of a larger text: only a leading {"id":"..."} is the top-level
+ * id for sure (OpenAI-style bodies and chunks start with it); an "id" further
+ * in may belong to a tool call, so it is not taken.
+ */
+static void scan_response_id(const char *s, size_t n, struct rt_http_json_facts *f)
+{
+	static const char head[] = "\"id\"";
+	size_t i = 0, j;
+
+	while (i < n && strchr(" \t\r\n", s[i]))
+		i++;
+	if (i >= n || s[i++] != '{')
+		return;
+	while (i < n && strchr(" \t\r\n", s[i]))
+		i++;
+	if (n - i < sizeof(head) - 1 || memcmp(s + i, head, sizeof(head) - 1))
+		return;
+	i += sizeof(head) - 1;
+	while (i < n && strchr(" \t\r\n", s[i]))
+		i++;
+	if (i >= n || s[i++] != ':')
+		return;
+	while (i < n && strchr(" \t\r\n", s[i]))
+		i++;
+	if (i >= n || s[i++] != '"')
+		return;
+	for (j = i; j < n && s[j] != '"'; j++)
+		;
+	if (j < n)
+		set_response_id(f, s + i, j - i);
+}
+
 static void from_tree(const cJSON *root, struct rt_http_json_facts *f)
 {
 	const cJSON *choices, *c, *content;
 
 	if (!cJSON_IsObject(root))
 		return;
+	content = cJSON_GetObjectItemCaseSensitive(root, "id");
+	if (cJSON_IsString(content))
+		set_response_id(f, content->valuestring, strlen(content->valuestring));
 	choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
 	if (cJSON_IsArray(choices)) {
 		f->text_shape = true;
@@ -302,6 +352,7 @@ void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_ht
 		return;
 	if (partial) {
 		scan(text, len, f);
+		scan_response_id(text, len, f);
 		return;
 	}
 	if (!depth_ok(text, len, RT_HTTP_JSON_DEPTH_MAX))

@@ -279,6 +279,7 @@ static void on_complete(void *w, bool incomplete, bool guessed)
 
 		rt_http_json_facts(text, len, incomplete || rt_keepbuf_partial(&r->json), &f);
 		done.tokens_out = f.tokens_out;
+		memcpy(done.response_id, f.response_id, sizeof(done.response_id));
 		done.n_reported = f.n_reported;
 		memcpy(done.reported, f.reported, sizeof(done.reported));
 	}

@@ -207,6 +207,7 @@ void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_ss
 	}
 	rt_http_json_facts(data, len, incomplete, &f);
 	out->tokens_out = f.tokens_out;
+	memcpy(out->response_id, f.response_id, sizeof(out->response_id));
 	out->n_reported = f.n_reported;
 	memcpy(out->reported, f.reported, sizeof(out->reported));
 	if (f.content)

@@ -328,7 +328,7 @@ def main():
         # times: the request span against the client's wall clock
         worst = 0.0
         n_server = n_children = late = 0
-        wrong_parent, wrong_service = [], set()
+        wrong_parent, wrong_service, no_resp_id = [], set(), []
         for p in posts:
             if p["status"] != 200:
                 continue
@@ -348,6 +348,9 @@ def main():
                     wrong_service.add(sname)
                 if s["traceId"] != TRACE or s.get("parentSpanId") != CALLER:
                     wrong_parent.append(rid)
+                # the testbed's events carry "id": "cmpl-<n>" (src/testbed/resp.c)
+                if not str(ov.attr(s.get("attributes"), "gen_ai.response.id")).startswith("cmpl-"):
+                    no_resp_id.append(rid)
                 client_send = ok[rid]["send_ns"] + mono_off
                 worst = max(worst, abs(int(s["startTimeUnixNano"]) - client_send) / 1e9)
         check(n_server == N, "one SERVER span per request (%d of %d)" % (n_server, N))
@@ -355,6 +358,8 @@ def main():
               "(traceparent; wrong: %s)" % wrong_parent)
         check(not wrong_service, "resource service.name from OTEL_SERVICE_NAME, the flag's "
               "endpoint over OTEL_EXPORTER_OTLP_ENDPOINT (other names: %s)" % wrong_service)
+        check(not no_resp_id, "gen_ai.response.id is the response's own id (missing: %s)"
+              % no_resp_id)
         check(worst < 1.0, "span starts within 1 s of the client's wall-clock send time "
               "(worst %.6f s)" % worst)
         check(late == 0, "no span ends after the POST that carries it (%d do)" % late)

@@ -65,6 +65,7 @@ static void test_exact_and_nulls(void **state)
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"receive_ms\":1.000"));
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"gpu\":null"));
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"tokens_out\":null"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"response_id\":null"));
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"flags\":[\"incomplete\",\"pipelined\"]"));
 	assert_null(strstr(rt_jsonw_str(&w), "trace_id")); /* absent, not null */
 	o = cJSON_Parse(rt_jsonw_str(&w));
@@ -84,9 +85,12 @@ static void test_round_trip(void **state)
 
 	(void)state;
 	sample(&s);
+	snprintf(s.response_id, sizeof(s.response_id), "chatcmpl-42");
 	rt_jsonw_init(&w, 0);
 	rt_span_to_json(&w, &s);
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"response_id\":\"chatcmpl-42\""));
 	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
+	assert_string_equal(back.response_id, "chatcmpl-42");
 	assert_string_equal(back.request_id, s.request_id);
 	assert_int_equal(back.start_ns, s.start_ns);
 	assert_int_equal(back.end_ns, s.end_ns);

@@ -346,6 +346,33 @@ static void test_decoder_oversize_and_gap(void **state)
 	free(big);
 }
 
+/* gen_ai.response.id: the top-level "id" only, never a tool call's */
+static void test_response_id(void **state)
+{
+	static const char whole[] =
+		"{\"id\":\"chatcmpl-9f\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}";
+	static const char nested[] = "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":"
+				     "\"call_1\"}]}}]}";
+	static const char spaced[] = "{\"id\":\"two words\",\"choices\":[]}";
+	static const char head[] = " { \"id\" : \"cmpl-7\", \"choices\":[{\"text\":\"xx";
+	static const char inner_head[] = "{\"object\":\"x\",\"id\":\"cmpl-8\",\"choices\":[";
+	struct rt_sse_event ev;
+
+	(void)state;
+	rt_sse_classify(whole, strlen(whole), false, &ev);
+	assert_string_equal(ev.response_id, "chatcmpl-9f");
+	rt_sse_classify(nested, strlen(nested), false, &ev);
+	assert_string_equal(ev.response_id, "");
+	rt_sse_classify(spaced, strlen(spaced), false, &ev);
+	assert_string_equal(ev.response_id, "");
+	/* a kept head: a leading id is the top-level one */
+	rt_sse_classify(head, strlen(head), true, &ev);
+	assert_string_equal(ev.response_id, "cmpl-7");
+	/* further in, a partial text cannot tell whose it is */
+	rt_sse_classify(inner_head, strlen(inner_head), true, &ev);
+	assert_string_equal(ev.response_id, "");
+}
+
 static void test_keepbuf(void **state)
 {
 	struct rt_keepbuf kb;
@@ -392,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_decoder_line_endings),
 		cmocka_unit_test(test_decoder_fields),
 		cmocka_unit_test(test_decoder_oversize_and_gap),
+		cmocka_unit_test(test_response_id),
 		cmocka_unit_test(test_keepbuf),
 	};
 

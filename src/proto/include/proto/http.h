@@ -29,6 +29,8 @@
 #define RT_HTTP_SSE_EVENT_MAX 16384 /* one SSE event's data kept for JSON parsing */
 #define RT_HTTP_BODY_JSON_MAX 65536 /* a non-streamed JSON body kept for usage/timings */
 #define RT_HTTP_REPORTED_MAX 12
+/* the response's own id ("chatcmpl-..."), printable ASCII; longer ones are not kept */
+#define RT_HTTP_RESPONSE_ID_MAX 64
 #define RT_HTTP_REPORTED_NAME_MAX 40
 
 /* Why a connection is unreadable or a message malformed. */
@@ -131,12 +133,14 @@ struct rt_sse_event {
 	enum rt_sse_kind kind;
 	bool incomplete; /* part of the event was not captured: kind is a best guess */
 	int64_t tokens_out; /* usage.completion_tokens or timings.predicted_n, else -1 */
+	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* the event's top-level "id"; "" none */
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
 };
 
 struct rt_http_resp_done {
 	int64_t tokens_out; /* from a JSON body's usage, else -1 */
+	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* a JSON body's top-level "id"; "" none */
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
 	bool incomplete; /* bytes of the response were not captured */
