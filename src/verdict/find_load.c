@@ -273,8 +273,8 @@ static const char *comm_of(const struct rt_fctx *c, uint32_t tid)
 
 /*
  * The engine's steps, zero-code: the thread that does several bursts for
- * each request it serves (a tokenizer does one, a handler writes its own
- * request's tokens) is the engine loop; a burst of it appears in the spans
+ * each request it serves (a tokenizer does one) and reads none of them (a
+ * handler reads its request, then writes its tokens) is the engine loop; a burst of it appears in the spans
  * of every request it worked for (docs/spans.md, rules 1 and 4: a step
  * marker's list, or the handlers one burst wakes), so the number of spans
  * listing one burst is that step's size. A burst at an instant when some
@@ -313,7 +313,7 @@ static int find_steps(const struct rt_fctx *c, struct steps *st)
 	/* per thread: distinct bursts against the spans they appear in */
 	for (i = 0; i < k; i = j) {
 		size_t bursts = 0, listings = 0;
-		uint32_t spans = 0;
+		uint32_t spans = 0, readers = 0;
 		size_t x;
 
 		for (j = i; j < k && v[j].tid == v[i].tid; j++)
@@ -325,14 +325,27 @@ static int find_steps(const struct rt_fctx *c, struct steps *st)
 		}
 		for (r = 0; r < c->n; r++) {
 			const struct rt_span *s = &c->spans[r];
+			uint64_t rcv = s->received_ns > s->start_ns ? s->received_ns : s->start_ns;
+			bool listed = false, read = false;
 
-			for (a = 0; a < s->cpu.n_slices && a < RT_SPAN_SLICES_MAX; a++)
-				if (s->cpu.slices[a].tid == v[i].tid)
-					break;
-			spans += a < s->cpu.n_slices && a < RT_SPAN_SLICES_MAX;
+			for (a = 0; a < s->cpu.n_slices && a < RT_SPAN_SLICES_MAX; a++) {
+				const struct rt_span_slice *x = &s->cpu.slices[a];
+
+				if (x->tid != v[i].tid)
+					continue;
+				listed = true;
+				read |= x->start_ns <= rcv && x->end_ns >= s->start_ns;
+			}
+			spans += listed;
+			readers += read;
 		}
-		/* an engine serves most requests, in several bursts each */
-		if (spans * 2 >= c->n && spans &&
+		/*
+		 * An engine serves most requests, in several bursts each, and
+		 * reads none of them: a handler that reads its request and writes
+		 * each token (one request at a time, kept alive for the next)
+		 * looks the same otherwise.
+		 */
+		if (spans * 2 >= c->n && spans && readers * 2 <= spans &&
 		    (double)listings / spans >= BATCH_BURSTS_PER_REQUEST &&
 		    (double)listings / spans > best_bpr) {
 			best_bpr = (double)listings / spans;
