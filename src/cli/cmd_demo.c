@@ -32,6 +32,7 @@
 #include "term.h"
 #include "common/dur.h"
 #include "export/waterfall.h"
+#include "verdict/findings.h"
 #include "verdict/verdict.h"
 
 #define START_TIMEOUT_MS 20000
@@ -552,6 +553,7 @@ static int report(struct demo *d, long ok)
 	};
 	struct rt_span *spans = NULL;
 	struct rt_verdict *v = NULL;
+	struct rt_findings *fs = NULL;
 	size_t n = 0, i;
 	int rc;
 
@@ -567,13 +569,20 @@ static int report(struct demo *d, long ok)
 		rt_waterfall_print(stdout, &spans[i], &wo);
 	}
 	v = malloc(sizeof(*v));
-	if (!v || rt_verdict_compute(spans, n, v)) {
+	fs = calloc(1, sizeof(*fs));
+	if (!v || !fs || rt_verdict_compute(spans, n, v) ||
+	    rt_findings_compute(spans, n, v, NULL, fs)) {
 		fprintf(stderr, "reqtrace: out of memory\n");
 		rc = RT_EXIT_FAIL;
 	} else {
+		/* what `reqtrace why` prints */
 		printf("\n== reqtrace why ==\n");
+		rt_findings_print(stdout, fs);
+		fputc('\n', stdout);
 		rt_verdict_print(stdout, v);
 	}
+	rt_findings_free(fs);
+	free(fs);
 	free(v);
 	free(spans);
 	return rc;

@@ -23,7 +23,9 @@
 #include "common/dur.h"
 #include "common/jsonw.h"
 #include "export/span_json.h"
+#include "verdict/findings.h"
 #include "verdict/stats.h"
+#include "verdict/verdict.h"
 
 #define WINDOW_NS (60ull * 1000000000ull)
 #define RECENT_ROWS 10
@@ -150,6 +152,52 @@ static int cmp_age_desc(const void *a, const void *b)
 	return (x->age_ns < y->age_ns) - (x->age_ns > y->age_ns);
 }
 
+/* Words of s on lines of at most width columns, each indented by two spaces. */
+static void wrapped(FILE *f, const char *s, size_t width)
+{
+	size_t col = 0;
+
+	while (*s) {
+		size_t w = strcspn(s, " ");
+
+		if (col && col + 1 + w > width) {
+			fputc('\n', f);
+			col = 0;
+		}
+		fprintf(f, "%s%.*s", col ? " " : "  ", (int)w, s);
+		col += (col ? 1 : 2) + w;
+		s += w;
+		while (*s == ' ')
+			s++;
+	}
+	fputc('\n', f);
+}
+
+/* The first finding over the frame's finished requests (docs/verdict.md). */
+static int verdict(FILE *f, const struct frame *fr)
+{
+	struct rt_findings *fs = calloc(1, sizeof(*fs));
+	struct rt_verdict *v = malloc(sizeof(*v));
+	int err = -ENOMEM;
+
+	if (!fs || !v)
+		goto cleanup;
+	err = rt_verdict_compute(fr->spans, fr->n, v);
+	if (!err)
+		err = rt_findings_compute(fr->spans, fr->n, v, NULL, fs);
+	if (err)
+		goto cleanup;
+	fprintf(f, "\nVERDICT (reqtrace why: %u finding(s), the first)\n  %s\n", fs->n,
+		rt_finding_kind_name(fs->f[0].kind));
+	wrapped(f, fs->f[0].claim, 78);
+cleanup:
+	if (fs)
+		rt_findings_free(fs);
+	free(fs);
+	free(v);
+	return err;
+}
+
 static int render(FILE *f, const struct frame *fr)
 {
 	const struct rt_span **recent = NULL;
@@ -241,7 +289,7 @@ static int render(FILE *f, const struct frame *fr)
 	for (p = 0; p < RT_PHASE__COUNT; p++)
 		if (p != RT_PHASE_BACKLOG)
 			pct_row(f, rt_phase_name((enum rt_phase)p), &st.phase[p]);
-	return 0;
+	return verdict(f, fr);
 }
 
 /* ---- sources of a frame ------------------------------------------------------------ */

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * reqtrace why [--since DUR] [--file REC.rtrace]
+ * reqtrace why [--since DUR] [--file REC.rtrace] [--json]
  *
- * The verdict over finished spans (verdict/verdict.h): which phase
- * dominates, and why. From the daemon, or from a recording replayed here.
+ * The verdict over finished spans: ranked findings (verdict/findings.h,
+ * docs/verdict.md), then the per-phase table and evidence lines
+ * (verdict/verdict.h). From the daemon, or from a recording replayed here.
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,6 +16,7 @@
 #include "cli.h"
 #include "client.h"
 #include "common/dur.h"
+#include "verdict/findings.h"
 #include "verdict/verdict.h"
 
 int rt_cmd_why(struct rt_cli *cli, int argc, char **argv)
@@ -21,13 +24,16 @@ int rt_cmd_why(struct rt_cli *cli, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, 's' },
 		{ "file", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *use = "usage: reqtrace why [--since DUR] [--file REC.rtrace]\n";
+	const char *use = "usage: reqtrace why [--since DUR] [--file REC.rtrace] [--json]\n";
 	struct rt_cli_rec rec = { 0 };
 	struct rt_span *spans = NULL;
 	struct rt_verdict *v = NULL;
+	struct rt_findings *fs = NULL;
+	bool json = false;
 	const char *file = NULL;
 	uint64_t since = 0;
 	size_t n = 0;
@@ -44,6 +50,9 @@ int rt_cmd_why(struct rt_cli *cli, int argc, char **argv)
 			break;
 		case 'f':
 			file = optarg;
+			break;
+		case 'j':
+			json = true;
 			break;
 		case 'h':
 			fputs(use, stdout);
@@ -67,13 +76,26 @@ int rt_cmd_why(struct rt_cli *cli, int argc, char **argv)
 	if (rc)
 		goto cleanup;
 	v = malloc(sizeof(*v));
-	if (!v || rt_verdict_compute(spans, n, v)) {
+	fs = calloc(1, sizeof(*fs));
+	if (!v || !fs || rt_verdict_compute(spans, n, v) ||
+	    rt_findings_compute(spans, n, v, NULL, fs)) {
 		fprintf(stderr, "reqtrace: out of memory\n");
 		rc = RT_EXIT_FAIL;
 		goto cleanup;
 	}
-	rt_verdict_print(stdout, v);
+	if (json) {
+		if (rt_findings_json(stdout, fs)) {
+			fprintf(stderr, "reqtrace: out of memory\n");
+			rc = RT_EXIT_FAIL;
+		}
+	} else {
+		rt_findings_print(stdout, fs);
+		fputc('\n', stdout);
+		rt_verdict_print(stdout, v);
+	}
 cleanup:
+	rt_findings_free(fs);
+	free(fs);
 	free(v);
 	if (file)
 		rt_cli_rec_free(&rec);
