@@ -327,6 +327,8 @@ void rt_gpu_device_on_driver(struct rt_correlator *c, const struct rt_ev_cuda_ap
 void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
 /* Fills st->busy and st->n_busy (rt_gpu_stats). */
 void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st);
+/* Frees the join tables (rt_correlator__free). */
+void rt_gpu_device_free(struct rt_correlator *c);
 
 /* finalize.c */
 void rt_span_finalize(struct rt_req *r);

@@ -180,7 +180,7 @@ static void status_gpu(struct rt_daemon *d, const struct rt_bpf_stats *bs, struc
 	key_u64(w, "unattributed", gs->unattributed);
 	key_u64(w, "device_records", gs->dev_records);
 	key_u64(w, "device_joined", gs->dev_joined);
-	key_u64(w, "device_unmatched", gs->dev_unmatched + gs->dev_held_dropped);
+	key_u64(w, "device_unmatched", gs->dev_unmatched + gs->dev_held_dropped + gs->dev_nomem);
 	rt_jsonw_key(w, "devices");
 	rt_jsonw_arr_open(w);
 	for (i = 0; i < gs->n_busy && i < RT_GPU_BUSY_DEVICES_MAX; i++) {
