@@ -10,7 +10,7 @@ VmRSS/VmHWM from /proc at each stage and prints them with the bounds and
 counts from the control socket's status.
 
 usage (root): tests/bench/bench_memory.py [BUILD_DIR] [--inflight N] [--fill N]
-              [--max-requests N] [--hold S] [--markdown]
+              [--max-requests N] [--ring-size B] [--hold S] [--markdown]
 """
 
 import argparse
@@ -34,6 +34,18 @@ def proc_kb(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def ring_kb(pid):
+    """RSS of the BPF maps mapped into the daemon (the ring buffer, mapped twice)."""
+    kb, in_map = 0, False
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            if line[0] in "0123456789abcdef" and "-" in line.split()[0]:
+                in_map = "anon_inode:bpf-map" in line
+            elif in_map and line.startswith("Rss:"):
+                kb += int(line.split()[1])
+    return kb
 
 
 def ctl(sock, cmd):
@@ -66,6 +78,8 @@ def sample(d, sock, stage):
     st = ctl(sock, "status")[0]
     drops = {k: v for k, v in st["drops"].items() if v}
     return {"stage": stage, "rss_kb": proc_kb(d.pid, "VmRSS"), "hwm_kb": proc_kb(d.pid, "VmHWM"),
+            "anon_kb": proc_kb(d.pid, "RssAnon"), "ring_kb": ring_kb(d.pid),
+            "store_kb": st["store"].get("bytes", 0) / 1024,
             "inflight": st["correlator"]["inflight"], "conns": st["correlator"]["conns"],
             "threads": st["correlator"]["threads"], "procs": st["correlator"]["procs"],
             "spans": st["store"]["spans"], "capacity": st["store"]["capacity"],
@@ -106,6 +120,7 @@ def main():
     ap.add_argument("--inflight", type=int, default=10000)
     ap.add_argument("--fill", type=int, default=12000, help="fast requests first (store)")
     ap.add_argument("--max-requests", type=int, default=0, help="reqtraced --max-requests")
+    ap.add_argument("--ring-size", default="", help="reqtraced --ring-size (default 8M)")
     ap.add_argument("--hold", type=float, default=10.0, help="seconds held at the peak")
     ap.add_argument("--step-ms", type=float, default=1000, help="slow decode step")
     ap.add_argument("--markdown", action="store_true")
@@ -146,6 +161,8 @@ def main():
             args += ["--pid", str(p.pid)]
         if a.max_requests:
             args += ["--max-requests", str(a.max_requests)]
+        if a.ring_size:
+            args += ["--ring-size", a.ring_size]
         d = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while not os.path.exists(sock):
             time.sleep(0.05)
@@ -177,8 +194,13 @@ def main():
             sel.unregister(s)
             s.close()
         conns = []
-        time.sleep(3.0)
-        rows.append(sample(d, sock, "streams closed"))
+        deadline = time.monotonic() + 60
+        while True:  # the aborted requests end as spans
+            time.sleep(1.0)
+            r = sample(d, sock, "streams closed")
+            if r["inflight"] == 0 or time.monotonic() > deadline:
+                break
+        rows.append(r)
     finally:
         for s in conns:
             s.close()
@@ -189,19 +211,24 @@ def main():
             p.terminate()
         for p in tbs:
             p.wait()
+    print("bounds: --max-requests %s, store capacity %d, merge pending_max %d"
+          % (a.max_requests or "default (8192)", rows[0]["capacity"], rows[0]["pending_max"]))
     for r in rows:
-        print("%-28s VmRSS %6.1f MiB  VmHWM %6.1f MiB  inflight %5d conns %5d threads %5d "
-              "spans %5d/%d  drops %s"
-              % (r["stage"], r["rss_kb"] / 1024, r["hwm_kb"] / 1024, r["inflight"], r["conns"],
-                 r["threads"], r["spans"], r["capacity"], json.dumps(r["drops"])))
+        print("%-28s VmRSS %6.1f MiB (anon %6.1f, BPF maps %5.1f)  VmHWM %6.1f MiB  inflight %5d "
+              "conns %5d threads %5d spans %5d/%d (%.1f MiB packed)  drops %s"
+              % (r["stage"], r["rss_kb"] / 1024, r["anon_kb"] / 1024, r["ring_kb"] / 1024,
+                 r["hwm_kb"] / 1024, r["inflight"], r["conns"], r["threads"], r["spans"],
+                 r["capacity"], r["store_kb"] / 1024, json.dumps(r["drops"])))
     if a.markdown:
         print()
-        print("| stage | VmRSS MiB | VmHWM MiB | in flight | conns | threads | spans stored | drops |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| stage | VmRSS MiB | of it anon / BPF maps | VmHWM MiB | in flight | conns "
+              "| threads | spans stored (packed MiB) | drops |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
-            print("| %s | %.1f | %.1f | %d | %d | %d | %d/%d | %s |"
-                  % (r["stage"], r["rss_kb"] / 1024, r["hwm_kb"] / 1024, r["inflight"],
-                     r["conns"], r["threads"], r["spans"], r["capacity"],
+            print("| %s | %.1f | %.1f / %.1f | %.1f | %d | %d | %d | %d/%d (%.1f) | %s |"
+                  % (r["stage"], r["rss_kb"] / 1024, r["anon_kb"] / 1024, r["ring_kb"] / 1024,
+                     r["hwm_kb"] / 1024, r["inflight"], r["conns"], r["threads"], r["spans"],
+                     r["capacity"], r["store_kb"] / 1024,
                      ", ".join("%s %d" % kv for kv in r["drops"].items()) or "none"))
 
 
