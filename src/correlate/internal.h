@@ -144,9 +144,9 @@ struct rt_thread {
 	 * brief (a lock taken, not work done), for the next wakeup */
 	int64_t burst_on;
 	uint64_t brief_handoff;
-	/* rule 4: requests served in this burst, RT_THREAD_SERVED_MAX slots */
+	/* rule 4: requests served in this burst, up to RT_THREAD_SERVED_MAX */
 	uint64_t *served;
-	uint32_t n_served;
+	uint32_t n_served, served_cap;
 	/* burst time not under markers, charged to the burst's owners when the
 	 * burst ends (or a request it holds time for ends) */
 	int64_t resid_on, resid_runq;
