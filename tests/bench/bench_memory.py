@@ -18,6 +18,7 @@ import json
 import os
 import resource
 import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -121,6 +122,9 @@ def main():
     ap.add_argument("--fill", type=int, default=12000, help="fast requests first (store)")
     ap.add_argument("--max-requests", type=int, default=0, help="reqtraced --max-requests")
     ap.add_argument("--ring-size", default="", help="reqtraced --ring-size (default 8M)")
+    ap.add_argument("--preload", default="",
+                    help="LD_PRELOAD for reqtraced: tests/bench/alloc_hist.c built as a .so "
+                         "prints the live heap by allocation size at the peak")
     ap.add_argument("--hold", type=float, default=10.0, help="seconds held at the peak")
     ap.add_argument("--step-ms", type=float, default=1000, help="slow decode step")
     ap.add_argument("--markdown", action="store_true")
@@ -163,7 +167,8 @@ def main():
             args += ["--max-requests", str(a.max_requests)]
         if a.ring_size:
             args += ["--ring-size", a.ring_size]
-        d = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.preload)) if a.preload else None
+        d = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         while not os.path.exists(sock):
             time.sleep(0.05)
         time.sleep(0.5)
@@ -190,6 +195,13 @@ def main():
                 break
         drain(sel, a.hold)
         rows.append(sample(d, sock, "%d streams held %g s" % (len(conns), a.hold)))
+        if a.preload:
+            hist = "/tmp/alloc_hist.%d" % d.pid
+            d.send_signal(signal.SIGUSR2)
+            time.sleep(1.0)
+            with open(hist) as f:
+                print("live heap at the peak, by allocation size (%s):" % hist)
+                print(f.read(), flush=True)
         for s in conns:
             sel.unregister(s)
             s.close()
