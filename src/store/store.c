@@ -2,6 +2,7 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,45 +44,42 @@ static uint64_t key_of(uint64_t id_hash, uint64_t start_ns)
 
 static uint8_t *pack(const struct rt_span *s, uint32_t *bytes)
 {
-	uint8_t map[MAP_BYTES] = { 0 };
+	uint64_t tmp[MAP_BYTES / 8 + 1 + WORDS]; /* the bitmap, then the words */
+	uint8_t *map = (uint8_t *)tmp, *p;
+	uint64_t *out = tmp + MAP_BYTES / 8 + 1, w;
 	const unsigned char *src = (const unsigned char *)s;
-	uint64_t w;
 	uint32_t i, n = 0;
-	uint8_t *p, *q;
 
+	memset(map, 0, MAP_BYTES);
 	for (i = 0; i < WORDS; i++) {
 		memcpy(&w, src + i * 8, 8);
 		if (w) {
 			map[i / 8] |= (uint8_t)(1u << (i % 8));
-			n++;
+			out[n++] = w;
 		}
 	}
-	p = malloc(MAP_BYTES + (size_t)n * 8);
+	*bytes = (uint32_t)(MAP_BYTES + (size_t)n * 8);
+	p = malloc(*bytes);
 	if (!p)
 		return NULL;
 	memcpy(p, map, MAP_BYTES);
-	q = p + MAP_BYTES;
-	for (i = 0; i < WORDS; i++)
-		if (map[i / 8] & (1u << (i % 8))) {
-			memcpy(q, src + i * 8, 8);
-			q += 8;
-		}
-	*bytes = (uint32_t)(MAP_BYTES + (size_t)n * 8);
+	memcpy(p + MAP_BYTES, out, (size_t)n * 8);
 	return p;
 }
 
 static const struct rt_span *unpack(struct rt_store *st, const struct rt_slot *sl)
 {
 	unsigned char *dst = (unsigned char *)&st->out;
-	const uint8_t *q = sl->packed + MAP_BYTES;
+	const uint8_t *map = sl->packed, *q = sl->packed + MAP_BYTES;
+	uint64_t zero = 0;
 	uint32_t i;
 
-	memset(dst, 0, sizeof(st->out));
-	for (i = 0; i < WORDS; i++)
-		if (sl->packed[i / 8] & (1u << (i % 8))) {
-			memcpy(dst + i * 8, q, 8);
-			q += 8;
-		}
+	for (i = 0; i < WORDS; i++) {
+		bool set = map[i / 8] & (1u << (i % 8));
+
+		memcpy(dst + i * 8, set ? q : (const uint8_t *)&zero, 8);
+		q += set ? 8 : 0;
+	}
 	return &st->out;
 }
 
