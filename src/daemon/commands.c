@@ -430,17 +430,19 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_ctl_end(cl, "");
 }
 
+/* A --slowest candidate, by store position (a span handed out by the store
+ * lasts only until the next call on it) and duration. */
+struct span_pick {
+	uint32_t pos;
+	uint64_t dur;
+};
+
 struct span_filter {
 	uint64_t since_ns; /* 0: all */
 	const char *path;
 	struct rt_ctl_client *cl;
 	struct rt_jsonw *w;
-	/* --slowest: candidates, by store position (a span handed out by the
-	 * store lasts only until the next call on it) and duration */
-	struct span_pick {
-		uint32_t pos;
-		uint64_t dur;
-	} * pick;
+	struct span_pick *pick; /* --slowest: candidates */
 	uint32_t n_pick, max_pick;
 	uint32_t pos; /* store position of the span being visited */
 	uint64_t sent;
