@@ -126,11 +126,17 @@ class SyscallLoop:
 
 def syscall_pair(target, neighbour, n, rounds=3):
     """Best ns per syscall of each, alternating between them so that a burst
-    of the machine's other work does not land on one of them alone."""
+    of the machine's other work does not land on one of them alone. The
+    pauses let the daemon drain the target's records first: on two cores
+    its consumer would otherwise compete with the neighbour's loop (its CPU
+    is reported on its own), and the neighbour's number is to be the cost
+    of the programs it passes through."""
     t, nb = [], []
     for _ in range(rounds):
         t.append(target.ns(n))
+        time.sleep(0.5)
         nb.append(neighbour.ns(n))
+        time.sleep(0.5)
     return min(t), min(nb)
 
 
