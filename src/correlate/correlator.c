@@ -594,6 +594,7 @@ void rt_correlator__free(struct rt_correlator *c)
 	rt_hmap_fini(&c->req_ids);
 	rt_hmap_fini(&c->binds);
 	rt_hmap_fini(&c->ends);
+	rt_gpu_device_free(c);
 	free(c->recent);
 	free(c);
 }

@@ -503,14 +503,23 @@ static uint64_t handoff_owner(const struct rt_thread *w)
 	return one;
 }
 
+/* Grown by doubling: a thread-per-connection server has thousands of
+ * threads that each serve one request a burst, an engine a few that serve many. */
 static int served_add(struct rt_thread *t, uint64_t serial)
 {
-	if (!t->served) {
-		t->served = calloc(RT_THREAD_SERVED_MAX, sizeof(*t->served));
-		if (!t->served)
+	if (t->n_served == t->served_cap && t->served_cap < RT_THREAD_SERVED_MAX) {
+		uint32_t cap = t->served_cap ? t->served_cap * 2 : 4;
+		uint64_t *p;
+
+		if (cap > RT_THREAD_SERVED_MAX)
+			cap = RT_THREAD_SERVED_MAX;
+		p = realloc(t->served, cap * sizeof(*p));
+		if (!p)
 			return -ENOMEM;
+		t->served = p;
+		t->served_cap = cap;
 	}
-	add_unique(t->served, &t->n_served, RT_THREAD_SERVED_MAX, serial);
+	add_unique(t->served, &t->n_served, t->served_cap, serial);
 	return 0;
 }
 

@@ -18,12 +18,13 @@
  * call's return) whenever the device started the work before the call
  * returned. Such records are held until their DRIVER record comes.
  *
- * Everything lives in fixed tables inside the correlator (no allocation):
- * calls and held records are FIFO rings in arrival order, which is merged
+ * Everything lives in fixed tables allocated once, by the first CUPTI record
+ * (no allocation after that): calls and held records are FIFO rings in arrival order, which is merged
  * time order, so expiry and eviction take the oldest; owner sets are shared
  * by the calls that had the same owners (a step's launches and copies).
  * Every record that cannot be charged is counted in struct rt_gpu_stats.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -183,7 +184,7 @@ static uint32_t snap_get(struct rt_gpu_dev *d, struct rt_gpu_stats *st, struct r
 
 static void charge(struct rt_correlator *c, struct rt_gpu_dev_call *k, uint16_t kind, uint64_t dur)
 {
-	struct rt_gpu_dev *d = &c->gpu.dev;
+	struct rt_gpu_dev *d = c->gpu.dev;
 	struct rt_gpu_stats *st = &c->gpu.st;
 	const struct rt_gpu_dev_snap *s = k->snap ? &d->snaps[k->snap - 1] : NULL;
 	uint32_t i, rest = 0;
@@ -219,7 +220,7 @@ static void charge(struct rt_correlator *c, struct rt_gpu_dev_call *k, uint16_t 
 /* Forgets the oldest call: it expired, or (evict) the table is full. */
 static void call_pop(struct rt_correlator *c, bool evict)
 {
-	struct rt_gpu_dev *d = &c->gpu.dev;
+	struct rt_gpu_dev *d = c->gpu.dev;
 	struct rt_gpu_dev_call *k = &d->calls[d->calls_tail];
 	struct ix x = calls_ix(d);
 
@@ -250,7 +251,7 @@ static struct rt_gpu_dev_call *call_find(struct rt_gpu_dev *d, uint32_t source, 
 /* Forgets the oldest held record: expired, or (evict) the table is full. */
 static void held_pop(struct rt_correlator *c, bool evict)
 {
-	struct rt_gpu_dev *d = &c->gpu.dev;
+	struct rt_gpu_dev *d = c->gpu.dev;
 	struct rt_gpu_dev_held *h = &d->held[d->held_tail];
 	struct ix x = held_ix(d);
 	uint32_t me = d->held_tail + 1, v, steps = 0;
@@ -280,7 +281,7 @@ static void held_pop(struct rt_correlator *c, bool evict)
 static void hold(struct rt_correlator *c, const struct rt_event_hdr *ev, uint64_t corr,
 		 uint64_t end)
 {
-	struct rt_gpu_dev *d = &c->gpu.dev;
+	struct rt_gpu_dev *d = c->gpu.dev;
 	struct ix x = held_ix(d);
 	struct rt_gpu_dev_held *h;
 	uint32_t idx;
@@ -308,7 +309,7 @@ static void hold(struct rt_correlator *c, const struct rt_event_hdr *ev, uint64_
 /* The held records of call k (its DRIVER record just came): charged now. */
 static void release_held(struct rt_correlator *c, struct rt_gpu_dev_call *k)
 {
-	struct rt_gpu_dev *d = &c->gpu.dev;
+	struct rt_gpu_dev *d = c->gpu.dev;
 	struct ix x = held_ix(d);
 	uint32_t v = ix_get(&x, k->key), steps = 0;
 
@@ -329,7 +330,7 @@ static void release_held(struct rt_correlator *c, struct rt_gpu_dev_call *k)
 
 static void expire(struct rt_correlator *c)
 {
-	struct rt_gpu_dev *d = &c->gpu.dev;
+	struct rt_gpu_dev *d = c->gpu.dev;
 
 	while (d->calls_len &&
 	       (!d->calls[d->calls_tail].used ||
@@ -345,7 +346,7 @@ static void expire(struct rt_correlator *c)
 
 static struct rt_gpu_busy_dev *busy_dev(struct rt_correlator *c, uint32_t pid, uint32_t device)
 {
-	struct rt_gpu_busy_dev *b = c->gpu.dev.busy, *free_slot = NULL;
+	struct rt_gpu_busy_dev *b = c->gpu.dev->busy, *free_slot = NULL;
 	uint32_t i;
 
 	for (i = 0; i < RT_GPU_BUSY_DEVICES_MAX; i++) {
@@ -458,7 +459,7 @@ static uint64_t busy_in(const struct rt_gpu_busy_dev *b, uint64_t from, uint64_t
 
 void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st)
 {
-	const struct rt_gpu_busy_dev *b = c->gpu.dev.busy;
+	const struct rt_gpu_busy_dev *b = c->gpu.dev ? c->gpu.dev->busy : NULL;
 	uint64_t now = c->now, from;
 	uint32_t i, n = 0;
 
@@ -466,7 +467,7 @@ void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st)
 	from = now / NS_PER_S >= RT_GPU_BUSY_WINDOW_S ?
 		       (now / NS_PER_S - RT_GPU_BUSY_WINDOW_S + 1) * NS_PER_S :
 		       0;
-	for (i = 0; i < RT_GPU_BUSY_DEVICES_MAX; i++) {
+	for (i = 0; b && i < RT_GPU_BUSY_DEVICES_MAX; i++) {
 		struct rt_gpu_busy *o = &st->busy[n];
 		uint64_t lo;
 
@@ -497,10 +498,10 @@ uint32_t rt_gpu_busy_series(const struct rt_correlator *c, uint32_t pid, uint32_
 	uint64_t now_sec = c->now / NS_PER_S, sec, lo, hi;
 	uint32_t i, n;
 
-	for (i = 0; i < RT_GPU_BUSY_DEVICES_MAX && !b; i++)
-		if (c->gpu.dev.busy[i].used && c->gpu.dev.busy[i].pid == pid &&
-		    c->gpu.dev.busy[i].device == device)
-			b = &c->gpu.dev.busy[i];
+	for (i = 0; c->gpu.dev && i < RT_GPU_BUSY_DEVICES_MAX && !b; i++)
+		if (c->gpu.dev->busy[i].used && c->gpu.dev->busy[i].pid == pid &&
+		    c->gpu.dev->busy[i].device == device)
+			b = &c->gpu.dev->busy[i];
 	if (!b || !max)
 		return 0;
 	if (max > RT_GPU_BUSY_WINDOW_S)
@@ -519,6 +520,23 @@ uint32_t rt_gpu_busy_series(const struct rt_correlator *c, uint32_t pid, uint32_
 }
 
 /* ---- records -------------------------------------------------------------------- */
+
+/* The join tables, made by the first CUPTI record; NULL (counted) without memory. */
+static struct rt_gpu_dev *dev_of(struct rt_correlator *c)
+{
+	if (!c->gpu.dev) {
+		c->gpu.dev = calloc(1, sizeof(*c->gpu.dev));
+		if (!c->gpu.dev)
+			c->gpu.st.dev_nomem++;
+	}
+	return c->gpu.dev;
+}
+
+void rt_gpu_device_free(struct rt_correlator *c)
+{
+	free(c->gpu.dev);
+	c->gpu.dev = NULL;
+}
 
 /* Calls whose DRIVER record is followed by device records of the same id. */
 static bool queues_work(uint16_t api_class)
@@ -546,13 +564,16 @@ static uint32_t at_entry(struct rt_req **reqs, uint32_t n, uint64_t enter)
 
 void rt_gpu_device_on_driver(struct rt_correlator *c, const struct rt_ev_cuda_api *e)
 {
-	struct rt_gpu_dev *d = &c->gpu.dev;
+	struct rt_gpu_dev *d = dev_of(c);
 	struct rt_gpu_stats *st = &c->gpu.st;
 	struct rt_req *reqs[RT_GPU_SHARE_MAX];
 	struct rt_gpu_dev_call *k;
-	struct ix x = calls_ix(d);
+	struct ix x;
 	uint32_t n, idx;
 
+	if (!d)
+		return;
+	x = calls_ix(d);
 	expire(c);
 	if (e->api_class > RT_CUDA_WAIT_EVENT || e->copy_kind > RT_COPY_H2H ||
 	    e->enter_ns > e->hdr.ts_ns || e->corr_id > CORR_MAX) {
@@ -623,6 +644,8 @@ void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *
 	default:
 		return; /* SYNC, EXT_CORR, LINK_SAMPLE: not device work (counted by gpu.c) */
 	}
+	if (!dev_of(c))
+		return;
 	expire(c);
 	st->dev_records++;
 	if (end < ev->ts_ns || corr > CORR_MAX)
@@ -640,7 +663,7 @@ void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *
 		st->dev_unattributed_ns += (int64_t)dur;
 		return;
 	}
-	k = call_find(&c->gpu.dev, ev->source, corr);
+	k = call_find(c->gpu.dev, ev->source, corr);
 	if (k)
 		charge(c, k, ev->kind, dur);
 	else

@@ -70,7 +70,11 @@ struct rt_gpu_busy_dev {
 	uint64_t busy[RT_GPU_BUSY_WINDOW_S]; /* busy ns in that second */
 };
 
-/* Fixed tables (no allocation): indices are open addressing over entry index + 1. */
+/*
+ * Fixed tables, 1.7 MB together, allocated once when the first CUPTI record
+ * comes (a target without CUPTI never pays for them): indices are open
+ * addressing over entry index + 1.
+ */
 struct rt_gpu_dev {
 	struct rt_gpu_dev_call calls[RT_GPU_DEV_CALLS_MAX]; /* a FIFO ring, oldest at tail */
 	uint32_t calls_ix[2 * RT_GPU_DEV_CALLS_MAX];
@@ -115,7 +119,7 @@ struct rt_gpu_state {
 	uint64_t set_gen; /* non-GPU records seen when it was computed, +1 (0: none) */
 	uint32_t turn; /* whose turn it is to get a remainder (round robin) */
 	struct rt_gpu_stats st;
-	struct rt_gpu_dev dev; /* gpu_device.c */
+	struct rt_gpu_dev *dev; /* gpu_device.c; NULL until the first CUPTI record */
 };
 
 #endif /* RT_CORRELATE_GPU_STATE_H */

@@ -144,9 +144,9 @@ struct rt_thread {
 	 * brief (a lock taken, not work done), for the next wakeup */
 	int64_t burst_on;
 	uint64_t brief_handoff;
-	/* rule 4: requests served in this burst, RT_THREAD_SERVED_MAX slots */
+	/* rule 4: requests served in this burst, up to RT_THREAD_SERVED_MAX */
 	uint64_t *served;
-	uint32_t n_served;
+	uint32_t n_served, served_cap;
 	/* burst time not under markers, charged to the burst's owners when the
 	 * burst ends (or a request it holds time for ends) */
 	int64_t resid_on, resid_runq;
@@ -327,6 +327,8 @@ void rt_gpu_device_on_driver(struct rt_correlator *c, const struct rt_ev_cuda_ap
 void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
 /* Fills st->busy and st->n_busy (rt_gpu_stats). */
 void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st);
+/* Frees the join tables (rt_correlator__free). */
+void rt_gpu_device_free(struct rt_correlator *c);
 
 /* finalize.c */
 void rt_span_finalize(struct rt_req *r);

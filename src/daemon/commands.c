@@ -181,7 +181,7 @@ static void status_gpu(struct rt_daemon *d, const struct rt_bpf_stats *bs, struc
 	key_u64(w, "unattributed", gs->unattributed);
 	key_u64(w, "device_records", gs->dev_records);
 	key_u64(w, "device_joined", gs->dev_joined);
-	key_u64(w, "device_unmatched", gs->dev_unmatched + gs->dev_held_dropped);
+	key_u64(w, "device_unmatched", gs->dev_unmatched + gs->dev_held_dropped + gs->dev_nomem);
 	rt_jsonw_key(w, "devices");
 	rt_jsonw_arr_open(w);
 	for (i = 0; i < gs->n_busy && i < RT_GPU_BUSY_DEVICES_MAX; i++) {
@@ -466,6 +466,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_jsonw_obj_open(&w);
 	key_u64(&w, "spans", ss.size);
 	key_u64(&w, "capacity", ss.capacity);
+	key_u64(&w, "bytes", ss.bytes);
 	rt_jsonw_obj_close(&w);
 
 	rt_jsonw_key(&w, "recording");
@@ -491,13 +492,21 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_ctl_end(cl, "");
 }
 
+/* A --slowest candidate, by store position (a span handed out by the store
+ * lasts only until the next call on it) and duration. */
+struct span_pick {
+	uint32_t pos;
+	uint64_t dur;
+};
+
 struct span_filter {
 	uint64_t since_ns; /* 0: all */
 	const char *path;
 	struct rt_ctl_client *cl;
 	struct rt_jsonw *w;
-	const struct rt_span **pick; /* --slowest: candidates */
+	struct span_pick *pick; /* --slowest: candidates */
 	uint32_t n_pick, max_pick;
+	uint32_t pos; /* store position of the span being visited */
 	uint64_t sent;
 };
 
@@ -521,7 +530,8 @@ static void send_span(struct span_filter *f, const struct rt_span *s)
 static int each_span(const struct rt_span *s, void *ctx)
 {
 	struct span_filter *f = ctx;
-	uint32_t i;
+	uint32_t i, pos = f->pos++;
+	uint64_t dur = s->end_ns - s->start_ns;
 
 	if (!matches(f, s))
 		return 0;
@@ -531,15 +541,14 @@ static int each_span(const struct rt_span *s, void *ctx)
 	}
 	/* keep the N slowest, sorted longest first (insertion: N is small) */
 	for (i = f->n_pick; i > 0; i--) {
-		const struct rt_span *o = f->pick[i - 1];
-
-		if (o->end_ns - o->start_ns >= s->end_ns - s->start_ns)
+		if (f->pick[i - 1].dur >= dur)
 			break;
 		if (i < f->max_pick)
-			f->pick[i] = o;
+			f->pick[i] = f->pick[i - 1];
 	}
 	if (i < f->max_pick) {
-		f->pick[i] = s;
+		f->pick[i].pos = pos;
+		f->pick[i].dur = dur;
 		if (f->n_pick < f->max_pick)
 			f->n_pick++;
 	}
@@ -581,7 +590,7 @@ static void cmd_spans(struct rt_daemon *d, struct rt_ctl_client *cl, const cJSON
 	f.w = &w;
 	rt_store__foreach(d->store, each_span, &f);
 	for (i = 0; i < f.n_pick; i++)
-		send_span(&f, f.pick[i]);
+		send_span(&f, rt_store__at(d->store, f.pick[i].pos));
 	free(f.pick);
 	rt_jsonw_fini(&w);
 	snprintf(extra, sizeof(extra), "\"count\":%llu", (unsigned long long)f.sent);

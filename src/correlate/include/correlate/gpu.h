@@ -51,6 +51,7 @@ struct rt_gpu_stats {
 	uint64_t dev_calls_unmatched; /* calls that expired without a device record */
 	uint64_t dev_no_corr; /* device records with correlation id 0: not charged */
 	uint64_t dev_invalid; /* end before start, bad class or copy kind */
+	uint64_t dev_nomem; /* CUPTI records dropped: no memory for the join tables */
 	uint64_t dev_clamped; /* device durations longer than RT_GPU_WAIT_MAX_NS */
 	uint64_t dev_unattributed; /* device records whose call had nobody to charge */
 	uint64_t dev_snaps_overwritten; /* owner sets reused while a kept call named them */
