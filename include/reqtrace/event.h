@@ -71,6 +71,7 @@ enum rt_event_kind {
 	RT_EV_MARK_STEP_MEMBER = 23,
 	RT_EV_MARK_STEP_END = 24,
 	RT_EV_MARK_BIND = 25,
+	RT_EV_MARK_STEP_TOKENS = 26, /* rt_mark_step_begin_tokens(): a member's token count */
 
 	/* GPU seen from the CPU: uprobes on libcuda/libnccl, CUPTI DRIVER records */
 	RT_EV_CUDA_API_ENTER = 30,
@@ -288,6 +289,18 @@ struct rt_ev_mark_step {
 	__u32 n_requests;
 	__u32 index; /* STEP_MEMBER: position in the list */
 	char request_id[RT_ID_LEN]; /* STEP_MEMBER only */
+};
+
+/*
+ * Follows the STEP_MEMBER of the same step and index when the step was
+ * begun with rt_mark_step_begin_tokens(): the tokens that member advances
+ * in the step (prompt tokens of a prefill chunk, 1 for a decode).
+ */
+struct rt_ev_mark_step_tokens {
+	struct rt_event_hdr hdr;
+	__u64 step_id;
+	__u32 index; /* position in the list, as its STEP_MEMBER */
+	__u32 tokens;
 };
 
 struct rt_ev_mark_bind {

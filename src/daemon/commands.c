@@ -187,6 +187,7 @@ static void status_gpu(struct rt_daemon *d, const struct rt_bpf_stats *bs, struc
 		rt_jsonw_obj_open(w);
 		key_u64(w, "pid", gs->busy[i].pid);
 		key_u64(w, "device", gs->busy[i].device);
+		key_u64(w, "processes", gs->busy[i].processes);
 		rt_jsonw_key(w, "busy_fraction");
 		rt_jsonw_num(w, gs->busy[i].fraction, 4);
 		key_u64(w, "kernels", gs->busy[i].kernels);

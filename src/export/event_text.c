@@ -106,6 +106,13 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 			e->n_requests, e->index, e->request_id);
 		break;
 	}
+	case RT_EV_MARK_STEP_TOKENS: {
+		const struct rt_ev_mark_step_tokens *e = (const void *)ev;
+
+		fprintf(f, " step=%" PRIu64 " idx=%u tokens=%u", (uint64_t)e->step_id, e->index,
+			e->tokens);
+		break;
+	}
 	case RT_EV_CUDA_API_ENTER:
 	case RT_EV_CUDA_API_EXIT: {
 		const struct rt_ev_cuda_api *e = (const void *)ev;

@@ -11,15 +11,24 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <reqtrace/span.h> /* enum rt_gpu_split */
+
 #define RT_GPU_SHARE_MAX 256 /* requests one GPU call is shared among */
 #define RT_GPU_WAIT_MAX_NS (3600ULL * 1000000000ULL) /* longer timed calls are clamped */
 
-#define RT_GPU_BUSY_DEVICES_MAX 32 /* (process, device) pairs with a busy series */
+#define RT_GPU_BUSY_DEVICES_MAX 32 /* devices with a busy series */
+#define RT_GPU_BUSY_PIDS_MAX 16 /* processes remembered per device (for `processes`) */
 #define RT_GPU_BUSY_WINDOW_S 60 /* seconds of per-second busy time kept */
 
-/* GPU busy time of one device over the last RT_GPU_BUSY_WINDOW_S seconds. */
+/*
+ * GPU busy time of one device over the last RT_GPU_BUSY_WINDOW_S seconds:
+ * the union of the kernel intervals of every stream of every process that
+ * ran kernels on it (the device is CUPTI's device id, the CUDA ordinal).
+ */
 struct rt_gpu_busy {
-	uint32_t pid, device;
+	uint32_t pid; /* the first process seen running kernels on the device */
+	uint32_t device;
+	uint32_t processes; /* distinct processes seen on it (counted up to RT_GPU_BUSY_PIDS_MAX) */
 	uint64_t
 		window_ns; /* the window: up to RT_GPU_BUSY_WINDOW_S s, less since the first kernel */
 	uint64_t busy_ns; /* union of kernel intervals inside it */
@@ -73,7 +82,8 @@ struct rt_correlator;
 void rt_gpu_stats(const struct rt_correlator *c, struct rt_gpu_stats *st);
 
 /*
- * Per-second busy time of device `device` of process pid: fills busy_ns[]
+ * Per-second busy time of device `device` (all its processes; pid is not
+ * used, kept for callers written when busy time was per process): fills busy_ns[]
  * with up to max seconds, oldest first, ending with the second of the
  * newest record applied; *first_sec (may be NULL) gets the first one's
  * second (CLOCK_MONOTONIC ns / 1e9). Returns how many were filled, 0 for a

@@ -29,9 +29,9 @@ struct rt_prom_kv {
 	uint64_t value;
 };
 
-/* Busy time of one device of one process, since its first kernel. */
+/* Busy time of one device (all its processes), since its first kernel. */
 struct rt_prom_gpu {
-	uint32_t pid;
+	uint32_t pid; /* the first process seen on it: not a label */
 	uint32_t device;
 	uint64_t busy_ns;
 };
