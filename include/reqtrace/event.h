@@ -449,16 +449,22 @@ enum rt_link_type {
 	RT_LINK_NVLINK = 2,
 };
 
-/* cumulative counters read from NVML; hdr.ts_ns = sample time */
+/*
+ * Cumulative counters read from NVML (src/sources/nvml.c, docs/gpu.md
+ * "Links"); hdr.ts_ns = sample time. tx/rx_bytes only grow (the daemon's
+ * running totals over NVML's counters, wraps undone).
+ */
 struct rt_ev_link_sample {
 	struct rt_event_hdr hdr;
 	__u64 tx_bytes;
 	__u64 rx_bytes;
-	__u32 device;
-	__u32 link;
+	__u32 device; /* NVML device index */
+	__u32 link; /* NVLink link, RT_LINK_ALL: all the device's links of that type */
 	__u32 link_type; /* enum rt_link_type */
-	__u32 _pad;
+	__u32 max_mbps; /* the link's maximum bandwidth per direction, 10^6 B/s; 0 unknown */
 };
+
+#define RT_LINK_ALL 0xffffffffu
 
 /* ---- bookkeeping -------------------------------------------------------- */
 

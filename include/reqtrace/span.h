@@ -138,6 +138,7 @@ struct rt_span_gpu {
 	uint64_t launches;
 	/* whole device time of the work it had a share of (CUPTI); RT_NULL_NS without */
 	int64_t step_ns;
+	uint64_t nccl_bytes; /* collectives' bytes from the NCCL call arguments (shares of) */
 };
 
 struct rt_span_reported {

@@ -407,9 +407,33 @@ static void on_cuda(struct rt_correlator *c, const struct rt_ev_cuda_api *e)
 	}
 }
 
+/* ncclDataType_t sizes (nccl.h: ncclInt8 0 ... ncclFloat8e5m2 11); 0 unknown */
+static uint64_t nccl_type_size(uint32_t dt)
+{
+	static const uint8_t sizes[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+
+	return dt < sizeof(sizes) ? sizes[dt] : 0;
+}
+
+/*
+ * Bytes a collective moves per rank as its arguments say: count x the
+ * datatype's size (collectives over NVLink are kernels, not copies: no copy
+ * record carries them). Overflow or an unknown type: 0.
+ */
+static uint64_t nccl_bytes(const struct rt_ev_nccl *e)
+{
+	uint64_t sz = nccl_type_size(e->datatype);
+
+	if (e->op == RT_NCCL_GROUP_START || e->op == RT_NCCL_GROUP_END || !sz ||
+	    e->count > UINT64_MAX / sz)
+		return 0;
+	return e->count * sz;
+}
+
 static void on_nccl(struct rt_correlator *c, const struct rt_ev_nccl *e)
 {
 	struct rt_gpu_who who;
+	uint64_t share[RT_GPU_SHARE_MAX];
 	uint32_t n, i;
 
 	if (e->op > RT_NCCL_GROUP_END || e->enter_ns > e->hdr.ts_ns) {
@@ -428,12 +452,14 @@ static void on_nccl(struct rt_correlator *c, const struct rt_ev_nccl *e)
 		return;
 	}
 	c->gpu.st.attributed++;
+	rt_gpu_split_q(nccl_bytes(e), &who, &c->gpu.turn, share);
 	for (i = 0; i < n; i++) {
 		struct rt_gpu_acc *a = acc_of(who.req[i]);
 
 		if (a) {
 			a->calls++;
 			a->split_calls[who.split]++;
+			a->nccl_bytes += share[i];
 		}
 	}
 }
@@ -459,6 +485,9 @@ void rt_gpu_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev)
 			return;
 		}
 		on_nccl(c, (const struct rt_ev_nccl *)ev);
+		break;
+	case RT_EV_LINK_SAMPLE:
+		rt_gpu_link_on_event(c, ev); /* NVML, not CUPTI: gpu_link.c */
 		break;
 	default:
 		g->st.device++;
@@ -493,6 +522,7 @@ void rt_gpu_finish(struct rt_correlator *c, struct rt_req *r)
 	r->span.gpu.h2d_bytes = a->h2d_bytes;
 	r->span.gpu.d2h_bytes = a->d2h_bytes;
 	r->span.gpu.p2p_bytes = a->p2p_bytes;
+	r->span.gpu.nccl_bytes = a->nccl_bytes;
 	r->span.gpu.sync_wait_ns = a->sync_wait_ns;
 	if (a->device) { /* else null: no device evidence (0 is a measurement) */
 		r->span.gpu.kernel_ns = a->kernel_ns;

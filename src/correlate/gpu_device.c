@@ -671,7 +671,7 @@ void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *
 		break;
 	}
 	default:
-		return; /* SYNC, EXT_CORR, LINK_SAMPLE: not device work (counted by gpu.c) */
+		return; /* SYNC, EXT_CORR: not device work (counted by gpu.c) */
 	}
 	expire(c);
 	st->dev_records++;

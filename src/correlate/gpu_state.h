@@ -96,6 +96,7 @@ struct rt_gpu_dev {
 struct rt_gpu_acc {
 	uint64_t launches; /* kernel and graph launches (shares of) */
 	uint64_t h2d_bytes, d2h_bytes, p2p_bytes; /* shares of the bytes copied */
+	uint64_t nccl_bytes; /* shares of collectives' bytes (count x datatype size) */
 	int64_t sync_wait_ns; /* wall time the CPU waited on the GPU for it */
 	int64_t comm_wait_ns; /* the part of sync_wait_ns that followed collectives */
 	uint64_t calls; /* records that named it */
@@ -106,6 +107,23 @@ struct rt_gpu_acc {
 	int64_t split_ns[RT_GPU_SPLIT__COUNT]; /* its device time by rule (enum rt_gpu_split) */
 	uint64_t split_calls[RT_GPU_SPLIT__COUNT]; /* its CPU-side records by rule */
 	bool device; /* a device record was charged to it: kernel_ms/memcpy_ms are not null */
+};
+
+/* ---- links (NVML): gpu_link.c ---- */
+
+struct rt_gpu_link_sample {
+	uint64_t ts, tx, rx;
+};
+
+struct rt_gpu_link_state {
+	uint32_t device, link_type;
+	uint32_t used;
+	uint32_t max_mbps;
+	uint64_t samples;
+	uint64_t first_ns;
+	uint64_t tx0, rx0; /* counters at the first sample */
+	uint32_t head, len; /* ring: newest at (head + len - 1) % RT_GPU_LINK_RING */
+	struct rt_gpu_link_sample ring[RT_GPU_LINK_RING];
 };
 
 /* A stream on which collectives were enqueued since it was last waited for. */
@@ -126,6 +144,8 @@ struct rt_gpu_state {
 	uint32_t turn; /* whose turn it is to get a remainder (round robin) */
 	struct rt_gpu_stats st;
 	struct rt_gpu_dev dev; /* gpu_device.c */
+	struct rt_gpu_link_state links[RT_GPU_LINKS_MAX]; /* gpu_link.c */
+	uint64_t link_records, link_refused;
 };
 
 #endif /* RT_CORRELATE_GPU_STATE_H */

@@ -348,6 +348,9 @@ void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *
 /* Fills st->busy and st->n_busy (rt_gpu_stats). */
 void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st);
 
+/* gpu_link.c: a LINK_SAMPLE record (NVML counters). */
+void rt_gpu_link_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
+
 /* finalize.c */
 void rt_span_finalize(struct rt_req *r);
 void rt_span_add_gap(struct rt_req *r, int64_t gap);

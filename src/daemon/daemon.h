@@ -24,6 +24,7 @@
 #include "export/rtrace_write.h"
 #include "merge/pipeline.h"
 #include "sources/inject_server.h"
+#include "sources/nvml.h"
 #include "store/store.h"
 
 #define RT_DAEMON_SOCKET "/run/reqtrace/reqtrace.sock"
@@ -106,6 +107,8 @@ struct rt_daemon {
 	struct rt_prom *prom; /* fed by every span; NULL without --metrics-listen */
 	struct rt_metrics *metrics;
 	struct rt_otlp *otlp; /* otlp.h; NULL: not exporting */
+	struct rt_nvml *nvml; /* PCIe/NVLink counters (sources/nvml.h); its state says if usable */
+	uv_timer_t nvml_timer;
 };
 
 int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o);

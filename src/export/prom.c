@@ -9,6 +9,7 @@
  * an unbounded string.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +352,27 @@ int rt_prom__write(const struct rt_prom *p, const struct rt_prom_extra *x, FILE 
 				fprintf(f, "reqtrace_gpu_busy_seconds_total{%s} %.9g\n",
 					labels_of(lb, sizeof(lb), kv, 1),
 					(double)x->gpu[i].busy_ns / 1e9);
+			}
+		}
+		if (x->n_links) {
+			head(f, "reqtrace_gpu_link_bytes_total", "counter",
+			     "Bytes through a GPU's PCIe or NVLink links (NVML's counters), by "
+			     "direction, since the daemon's first sample.");
+			for (i = 0; i < x->n_links; i++) {
+				const char *dirs[2] = { "tx", "rx" };
+				uint64_t v[2] = { x->links[i].tx_bytes, x->links[i].rx_bytes };
+
+				snprintf(dev, sizeof(dev), "%u", x->links[i].device);
+				for (int k = 0; k < 2; k++) {
+					const char *kv[] = {
+						"device",	  dev,	       "link",
+						x->links[i].link, "direction", dirs[k]
+					};
+
+					fprintf(f,
+						"reqtrace_gpu_link_bytes_total{%s} %" PRIu64 "\n",
+						labels_of(lb, sizeof(lb), kv, 3), v[k]);
+				}
 			}
 		}
 	}

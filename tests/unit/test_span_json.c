@@ -120,13 +120,16 @@ static void test_gpu_split(void **state)
 	s.gpu.sync_wait_ns = 3500000;
 	s.gpu.split = RT_GPU_SPLIT_TOKENS;
 	s.gpu.step_ns = 3010000;
+	s.gpu.nccl_bytes = 262144;
 	rt_jsonw_init(&w, 0);
 	rt_span_to_json(&w, &s);
-	assert_non_null(strstr(rt_jsonw_str(&w), "\"launches\":4,\"split\":\"tokens\","
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"launches\":4,\"nccl_bytes\":262144,"
+						 "\"split\":\"tokens\","
 						 "\"step_ms\":3.010}"));
 	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
 	assert_int_equal(back.gpu.split, RT_GPU_SPLIT_TOKENS);
 	assert_int_equal(back.gpu.step_ns, 3010000);
+	assert_int_equal(back.gpu.nccl_bytes, 262144);
 	assert_int_equal(back.gpu.kernel_ns, 3000000);
 	rt_jsonw_fini(&w);
 	/* no device records, no rule known: both null */

@@ -72,7 +72,40 @@ struct rt_gpu_stats {
 	struct rt_gpu_busy busy[RT_GPU_BUSY_DEVICES_MAX];
 };
 
+#define RT_GPU_LINKS_MAX 32 /* (device, link type) pairs with link samples */
+#define RT_GPU_LINK_RING 64 /* samples kept per link (the daemon reads NVML every second) */
+
+/*
+ * PCIe or NVLink traffic of one device from NVML's counters (LINK_SAMPLE
+ * records, src/sources/nvml.c; docs/gpu.md "Links"): for the verdict's
+ * transfer_bound and `reqtrace status`.
+ */
+struct rt_gpu_link {
+	uint32_t device; /* NVML device index */
+	uint32_t link_type; /* enum rt_link_type: RT_LINK_PCIE, RT_LINK_NVLINK */
+	uint64_t max_bps; /* bytes/s per direction the link can carry; 0 unknown */
+	uint64_t samples;
+	uint64_t first_ns, last_ns; /* first and newest sample */
+	uint64_t tx_total, rx_total; /* bytes between them */
+	/* over the last RT_GPU_BUSY_WINDOW_S seconds of merged time */
+	uint64_t window_ns; /* from the oldest sample in it to the newest; 0: one sample */
+	uint64_t tx_bytes, rx_bytes;
+	double tx_bps, rx_bps; /* bytes/s */
+	double util; /* max(tx_bps, rx_bps) / max_bps; -1 when max_bps is unknown */
+	double util_peak; /* the highest between two consecutive samples; -1 unknown */
+};
+
+struct rt_gpu_links {
+	uint32_t n;
+	uint64_t records; /* LINK_SAMPLE records applied */
+	uint64_t refused; /* invalid (counters going back, bad type) or beyond the table */
+	struct rt_gpu_link link[RT_GPU_LINKS_MAX];
+};
+
 struct rt_correlator;
+
+/* PCIe and NVLink traffic per device as of the newest record applied. */
+void rt_gpu_links(const struct rt_correlator *c, struct rt_gpu_links *out);
 
 /*
  * Counters of gpu.c and gpu_device.c for `reqtrace status` and tests, with

@@ -36,6 +36,13 @@ struct rt_prom_gpu {
 	uint64_t busy_ns;
 };
 
+/* Bytes through one GPU link since the first NVML sample (docs/gpu.md, "Links"). */
+struct rt_prom_link {
+	uint32_t device;
+	const char *link; /* "pcie", "nvlink" */
+	uint64_t tx_bytes, rx_bytes;
+};
+
 /* Daemon state read at scrape time; any array may be NULL with n 0. */
 struct rt_prom_extra {
 	const struct rt_prom_kv *events;
@@ -48,6 +55,8 @@ struct rt_prom_extra {
 	uint32_t n_gpu;
 	/* gpu busy time is reported at all (CUPTI or GPU probes present) */
 	int gpu_known;
+	const struct rt_prom_link *links; /* NVML link bytes; left out with none */
+	uint32_t n_links;
 };
 
 /* NULL with errno set. */
