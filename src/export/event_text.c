@@ -163,6 +163,17 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 			(uint64_t)e->end_ns, (uint64_t)e->corr_id, e->sync_type, e->stream);
 		break;
 	}
+	case RT_EV_LINK_SAMPLE: {
+		const struct rt_ev_link_sample *e = (const void *)ev;
+
+		fprintf(f, " device=%u link=%s type=%s tx=%" PRIu64 " rx=%" PRIu64 " max_mbps=%u",
+			e->device, e->link == RT_LINK_ALL ? "all" : "one",
+			e->link_type == RT_LINK_PCIE   ? "pcie" :
+			e->link_type == RT_LINK_NVLINK ? "nvlink" :
+							 "unknown",
+			(uint64_t)e->tx_bytes, (uint64_t)e->rx_bytes, e->max_mbps);
+		break;
+	}
 	case RT_EV_LOSS: {
 		const struct rt_ev_loss *e = (const void *)ev;
 
