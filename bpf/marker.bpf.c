@@ -65,6 +65,7 @@ struct step_ctx {
 	__u64 pid_tgid;
 	__u64 step;
 	__u64 ids; /* const char *const * in the caller */
+	__u64 tokens; /* const __u32 * in the caller; 0: rt_mark_step_begin */
 	__u32 n;
 };
 
@@ -85,16 +86,31 @@ static long step_member(__u32 i, struct step_ctx *c)
 	bpf_probe_read_user(&id, sizeof(id), (void *)(c->ids + (__u64)i * sizeof(id)));
 	read_id(e->request_id, id);
 	RT_SUBMIT(e);
+	if (c->tokens) {
+		struct rt_ev_mark_step_tokens *t;
+		__u32 tok = 0;
+
+		/* an unreadable count is left out: the step is then split equally */
+		if (bpf_probe_read_user(&tok, sizeof(tok), (void *)(c->tokens + (__u64)i * 4)))
+			return 0;
+		t = RT_RESERVE(struct rt_ev_mark_step_tokens, RT_EV_MARK_STEP_TOKENS);
+		if (!t)
+			return 0;
+		rt_hdr(&t->hdr, RT_EV_MARK_STEP_TOKENS, sizeof(*t), c->ts, c->pid_tgid >> 32,
+		       (__u32)c->pid_tgid);
+		t->step_id = c->step;
+		t->index = i;
+		t->tokens = tok;
+		RT_SUBMIT(t);
+	}
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(rt_mark_step_begin, __u64 step, __u32 n, const char *const *ids)
+static __always_inline int step_begin(struct step_ctx c)
 {
-	struct step_ctx c = { .step = step, .ids = (__u64)ids, .n = n };
 	struct rt_ev_mark_step *e;
 	struct rt_ev_loss *l;
-	__u32 members;
+	__u32 members, n = c.n;
 
 	c.pid_tgid = bpf_get_current_pid_tgid();
 	if (!rt_traced(c.pid_tgid >> 32))
@@ -104,12 +120,12 @@ int BPF_KPROBE(rt_mark_step_begin, __u64 step, __u32 n, const char *const *ids)
 	if (e) {
 		rt_hdr(&e->hdr, RT_EV_MARK_STEP_BEGIN, sizeof(*e), c.ts, c.pid_tgid >> 32,
 		       (__u32)c.pid_tgid);
-		e->step_id = step;
+		e->step_id = c.step;
 		e->n_requests = n;
 		RT_SUBMIT(e);
 	}
 	members = n < RT_BPF_MARK_STEP_MAX ? n : RT_BPF_MARK_STEP_MAX;
-	if (ids && members)
+	if (c.ids && members)
 		bpf_loop(members, step_member, &c, 0);
 	if (n <= RT_BPF_MARK_STEP_MAX)
 		return 0;
@@ -125,6 +141,24 @@ int BPF_KPROBE(rt_mark_step_begin, __u64 step, __u32 n, const char *const *ids)
 	l->lost_kind = RT_EV_MARK_STEP_MEMBER;
 	RT_SUBMIT(l);
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(rt_mark_step_begin, __u64 step, __u32 n, const char *const *ids)
+{
+	struct step_ctx c = { .step = step, .ids = (__u64)ids, .n = n };
+
+	return step_begin(c);
+}
+
+/* The same with token counts: a STEP_TOKENS record after each member. */
+SEC("uprobe")
+int BPF_KPROBE(rt_mark_step_begin_tokens, __u64 step, __u32 n, const char *const *ids,
+	       const __u32 *tokens)
+{
+	struct step_ctx c = { .step = step, .ids = (__u64)ids, .tokens = (__u64)tokens, .n = n };
+
+	return step_begin(c);
 }
 
 SEC("uprobe")

@@ -71,6 +71,7 @@ enum rt_event_kind {
 	RT_EV_MARK_STEP_MEMBER = 23,
 	RT_EV_MARK_STEP_END = 24,
 	RT_EV_MARK_BIND = 25,
+	RT_EV_MARK_STEP_TOKENS = 26, /* rt_mark_step_begin_tokens(): a member's token count */
 
 	/* GPU seen from the CPU: uprobes on libcuda/libnccl, CUPTI DRIVER records */
 	RT_EV_CUDA_API_ENTER = 30,
@@ -290,6 +291,18 @@ struct rt_ev_mark_step {
 	char request_id[RT_ID_LEN]; /* STEP_MEMBER only */
 };
 
+/*
+ * Follows the STEP_MEMBER of the same step and index when the step was
+ * begun with rt_mark_step_begin_tokens(): the tokens that member advances
+ * in the step (prompt tokens of a prefill chunk, 1 for a decode).
+ */
+struct rt_ev_mark_step_tokens {
+	struct rt_event_hdr hdr;
+	__u64 step_id;
+	__u32 index; /* position in the list, as its STEP_MEMBER */
+	__u32 tokens;
+};
+
 struct rt_ev_mark_bind {
 	struct rt_event_hdr hdr;
 	char engine_id[RT_ID_LEN];
@@ -436,16 +449,22 @@ enum rt_link_type {
 	RT_LINK_NVLINK = 2,
 };
 
-/* cumulative counters read from NVML; hdr.ts_ns = sample time */
+/*
+ * Cumulative counters read from NVML (src/sources/nvml.c, docs/gpu.md
+ * "Links"); hdr.ts_ns = sample time. tx/rx_bytes only grow (the daemon's
+ * running totals over NVML's counters, wraps undone).
+ */
 struct rt_ev_link_sample {
 	struct rt_event_hdr hdr;
 	__u64 tx_bytes;
 	__u64 rx_bytes;
-	__u32 device;
-	__u32 link;
+	__u32 device; /* NVML device index */
+	__u32 link; /* NVLink link, RT_LINK_ALL: all the device's links of that type */
 	__u32 link_type; /* enum rt_link_type */
-	__u32 _pad;
+	__u32 max_mbps; /* the link's maximum bandwidth per direction, 10^6 B/s; 0 unknown */
 };
+
+#define RT_LINK_ALL 0xffffffffu
 
 /* ---- bookkeeping -------------------------------------------------------- */
 

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-#define RT_MARKER_ABI_VERSION 1
+#define RT_MARKER_ABI_VERSION 2 /* 2: rt_mark_step_begin_tokens */
 
 /* At most this many request ids of one step reach the tracer. */
 #define RT_MARK_STEP_MAX 256
@@ -39,6 +39,15 @@ void rt_mark_end(const char *request_id, enum rt_phase phase);
  * calling thread and works for the n listed requests.
  */
 void rt_mark_step_begin(uint64_t step_id, uint32_t n, const char *const *request_ids);
+
+/*
+ * The same, with the tokens each listed request advances in the step
+ * (tokens[i] for request_ids[i]: a prefill chunk's prompt tokens, 1 for a
+ * decode): the step's GPU time is then split among its requests by tokens
+ * instead of equally (docs/gpu.md, "Attribution"). Since ABI version 2.
+ */
+void rt_mark_step_begin_tokens(uint64_t step_id, uint32_t n, const char *const *request_ids,
+			       const uint32_t *tokens);
 
 /* The step ends. */
 void rt_mark_step_end(uint64_t step_id);

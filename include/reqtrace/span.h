@@ -117,13 +117,29 @@ struct rt_span_cpu {
 	struct rt_span_slice slices[RT_SPAN_SLICES_MAX];
 };
 
+/*
+ * How a request's share of GPU work was decided (docs/gpu.md,
+ * "Attribution"): the span's gpu.split. NONE: not known (null).
+ */
+enum rt_gpu_split {
+	RT_GPU_SPLIT_NONE = 0,
+	RT_GPU_SPLIT_TOKENS = 1, /* a marker step with token counts: weighted by tokens */
+	RT_GPU_SPLIT_MEMBERS = 2, /* marker owners (claims, step) or I/O owners, equally */
+	RT_GPU_SPLIT_ENGINE_SET = 3, /* zero-code: the engine set, equally */
+	RT_GPU_SPLIT__COUNT = 4,
+};
+
 struct rt_span_gpu {
 	bool present; /* any GPU evidence at all; else the JSON object is null */
+	uint8_t split; /* enum rt_gpu_split: the rule that gave most of it */
 	int64_t kernel_ns; /* device time (CUPTI); RT_NULL_NS without CUPTI */
 	int64_t memcpy_ns; /* device time (CUPTI); RT_NULL_NS without CUPTI */
 	uint64_t h2d_bytes, d2h_bytes, p2p_bytes;
 	int64_t sync_wait_ns; /* CPU blocked on the GPU */
 	uint64_t launches;
+	/* whole device time of the work it had a share of (CUPTI); RT_NULL_NS without */
+	int64_t step_ns;
+	uint64_t nccl_bytes; /* collectives' bytes from the NCCL call arguments (shares of) */
 };
 
 struct rt_span_reported {
@@ -184,6 +200,10 @@ struct rt_span {
 const char *rt_phase_name(enum rt_phase p);
 const char *rt_outcome_name(enum rt_outcome o);
 const char *rt_phase_source_name(enum rt_phase_source s);
+/* "tokens", "members", "engine_set"; NULL for RT_GPU_SPLIT_NONE or out of range. */
+const char *rt_gpu_split_name(unsigned int split);
+/* The inverse of rt_gpu_split_name(); RT_GPU_SPLIT_NONE for NULL or an unknown name. */
+unsigned int rt_gpu_split_parse(const char *name);
 
 /* Reset to "nothing observed": all phases null, tokens_out -1. */
 void rt_span_init(struct rt_span *s);

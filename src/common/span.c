@@ -55,6 +55,27 @@ const char *rt_phase_source_name(enum rt_phase_source s)
 	return NULL;
 }
 
+static const char *const split_names[RT_GPU_SPLIT__COUNT] = {
+	[RT_GPU_SPLIT_TOKENS] = "tokens",
+	[RT_GPU_SPLIT_MEMBERS] = "members",
+	[RT_GPU_SPLIT_ENGINE_SET] = "engine_set",
+};
+
+const char *rt_gpu_split_name(unsigned int split)
+{
+	return split < RT_GPU_SPLIT__COUNT ? split_names[split] : NULL;
+}
+
+unsigned int rt_gpu_split_parse(const char *name)
+{
+	unsigned int i;
+
+	for (i = 1; name && i < RT_GPU_SPLIT__COUNT; i++)
+		if (!strcmp(name, split_names[i]))
+			return i;
+	return RT_GPU_SPLIT_NONE;
+}
+
 void rt_span_init(struct rt_span *s)
 {
 	int i;
@@ -65,6 +86,7 @@ void rt_span_init(struct rt_span *s)
 		s->phase_ns[i] = RT_NULL_NS;
 	s->gpu.kernel_ns = RT_NULL_NS;
 	s->gpu.memcpy_ns = RT_NULL_NS;
+	s->gpu.step_ns = RT_NULL_NS;
 	s->gpu.sync_wait_ns = RT_NULL_NS;
 }
 

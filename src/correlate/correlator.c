@@ -339,6 +339,7 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 	case RT_EV_MARK_STEP_MEMBER:
 	case RT_EV_MARK_STEP_END:
 	case RT_EV_MARK_BIND:
+	case RT_EV_MARK_STEP_TOKENS:
 		if (rt_proc_get(c, ev->pid, true))
 			rt_marker_on_event(c, ev);
 		break;

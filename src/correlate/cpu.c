@@ -66,6 +66,7 @@ void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
 	if (!t)
 		return;
 	free(t->step);
+	free(t->step_tok);
 	free(t->served);
 	free(t);
 }

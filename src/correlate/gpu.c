@@ -108,41 +108,108 @@ static uint32_t engine_set(struct rt_correlator *c, uint32_t pid, uint64_t *out)
 	return n;
 }
 
-static uint32_t resolve(struct rt_correlator *c, const uint64_t *ids, uint32_t n,
-			struct rt_req **out)
+/* Waiting in a queue (an open QUEUE marker): the engine is not working for it yet. */
+static bool queued(const struct rt_req *r)
 {
-	uint32_t i, live = 0;
+	return r->mark_open[RT_PHASE_QUEUE] != 0;
+}
 
+/* Live requests of ids[0..n) into who, weight 1; queued ones left out when skip_queued. */
+static uint32_t resolve(struct rt_correlator *c, const uint64_t *ids, uint32_t n,
+			struct rt_gpu_who *who, bool skip_queued)
+{
+	uint32_t i;
+
+	who->n = 0;
 	for (i = 0; i < n; i++) {
 		struct rt_req *r = rt_req_get(c, ids[i]);
 
-		if (r && !r->ended)
-			out[live++] = r;
+		if (r && !r->ended && !(skip_queued && queued(r))) {
+			who->req[who->n] = r;
+			who->w[who->n++] = 1;
+		}
 	}
-	return live;
+	who->weight_sum = who->n;
+	return who->n;
 }
 
-static uint32_t owners(struct rt_correlator *c, const struct rt_event_hdr *ev, struct rt_req **out)
+/*
+ * The open step's members weighted by the tokens each advanced, when the
+ * thread works for the step alone (no claims) and every member has its
+ * count; 0 otherwise (the caller splits equally).
+ */
+static uint32_t step_by_tokens(struct rt_correlator *c, const struct rt_thread *t,
+			       struct rt_gpu_who *who)
+{
+	uint32_t i;
+
+	if (t->n_mark || !t->in_step || !t->n_step || !t->step_tok || t->n_step_tok != t->n_step)
+		return 0;
+	who->n = 0;
+	who->weight_sum = 0;
+	for (i = 0; i < t->n_step && who->n < RT_GPU_SHARE_MAX; i++) {
+		struct rt_req *r = rt_req_get(c, t->step[i]);
+
+		if (!r || r->ended)
+			continue;
+		who->req[who->n] = r;
+		who->w[who->n++] = t->step_tok[i];
+		who->weight_sum += t->step_tok[i];
+	}
+	if (!who->weight_sum)
+		return 0; /* nobody advanced a token: split equally */
+	who->split = RT_GPU_SPLIT_TOKENS;
+	return who->n;
+}
+
+static uint32_t owners(struct rt_correlator *c, const struct rt_event_hdr *ev,
+		       struct rt_gpu_who *who)
 {
 	uint64_t ids[RT_GPU_SHARE_MAX];
 	struct rt_thread *t = ev->tid ? rt_hmap_get(&c->threads, ev->tid) : NULL;
 	uint32_t n;
 
+	who->n = 0;
+	who->weight_sum = 0;
+	who->split = RT_GPU_SPLIT_NONE;
 	if (t && t->pid != ev->pid)
 		t = NULL; /* a reused tid: not this thread's state */
 	if (t && (t->n_mark || (t->in_step && t->n_step))) {
+		if (step_by_tokens(c, t, who))
+			return who->n;
 		n = rt_cpu_owners(t, ids, RT_GPU_SHARE_MAX);
-		n = resolve(c, ids, n, out);
-		if (n)
-			return n;
+		/* the engine named them: a queued one listed in a step is not queued */
+		if (resolve(c, ids, n, who, false)) {
+			who->split = RT_GPU_SPLIT_MEMBERS;
+			return who->n;
+		}
 	}
-	if (t && t->n_io) {
-		n = resolve(c, t->io, t->n_io, out);
-		if (n)
-			return n;
+	if (t && t->n_io && resolve(c, t->io, t->n_io, who, true)) {
+		who->split = RT_GPU_SPLIT_MEMBERS;
+		return who->n;
 	}
 	n = engine_set(c, ev->pid, ids);
-	return resolve(c, ids, n, out);
+	if (resolve(c, ids, n, who, true))
+		who->split = RT_GPU_SPLIT_ENGINE_SET;
+	return who->n;
+}
+
+void rt_gpu_split_q(uint64_t q, const struct rt_gpu_who *who, uint32_t *turn, uint64_t *out)
+{
+	uint64_t given = 0;
+	uint32_t i;
+
+	if (!who->n)
+		return;
+	for (i = 0; i < who->n; i++) {
+		/* 128-bit: a byte count times a token count can pass 2^64 */
+		out[i] = who->weight_sum ?
+				 (uint64_t)((unsigned __int128)q * who->w[i] / who->weight_sum) :
+				 0;
+		given += out[i];
+	}
+	if (given < q)
+		out[(*turn)++ % who->n] += q - given;
 }
 
 static struct rt_gpu_acc *acc_of(struct rt_req *r)
@@ -157,9 +224,10 @@ static struct rt_gpu_acc *acc_of(struct rt_req *r)
 }
 
 /* for gpu_device.c: the same owners and accumulators as the uprobe records */
-uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev, struct rt_req **out)
+uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev,
+		       struct rt_gpu_who *who)
 {
-	return owners(c, ev, out);
+	return owners(c, ev, who);
 }
 
 struct rt_gpu_acc *rt_gpu_acc_of(struct rt_req *r)
@@ -262,11 +330,12 @@ static bool after_collectives(struct rt_gpu_state *g, const struct rt_ev_cuda_ap
 static void on_cuda(struct rt_correlator *c, const struct rt_ev_cuda_api *e)
 {
 	struct rt_gpu_state *g = &c->gpu;
-	struct rt_req *reqs[RT_GPU_SHARE_MAX];
+	struct rt_gpu_who who;
+	uint64_t share[RT_GPU_SHARE_MAX];
 	bool timed = e->hdr.kind == RT_EV_CUDA_API_EXIT, comm = false;
 	uint64_t q = 0;
 	int64_t wait = 0;
-	uint32_t n, i, rest = 0;
+	uint32_t n, i;
 
 	if (e->corr_id) {
 		g->st.cupti_driver++;
@@ -288,7 +357,7 @@ static void on_cuda(struct rt_correlator *c, const struct rt_ev_cuda_api *e)
 		wait = (int64_t)d;
 		comm = after_collectives(g, e);
 	}
-	n = owners(c, &e->hdr, reqs);
+	n = owners(c, &e->hdr, &who);
 	if (!n) {
 		g->st.unattributed++;
 		if (timed)
@@ -300,23 +369,24 @@ static void on_cuda(struct rt_correlator *c, const struct rt_ev_cuda_api *e)
 		q = 1;
 	else if (e->api_class == RT_CUDA_MEMCPY || e->api_class == RT_CUDA_MEMCPY_ASYNC)
 		q = e->bytes;
-	if (q % n)
-		rest = g->turn++ % n;
+	/* launches and bytes by the same weights as device time (tokens, else equal) */
+	rt_gpu_split_q(q, &who, &g->turn, share);
 	for (i = 0; i < n; i++) {
-		struct rt_req *r = reqs[i];
+		struct rt_req *r = who.req[i];
 		struct rt_gpu_acc *a = acc_of(r);
 
 		if (!a)
 			continue;
 		a->calls++;
+		a->split_calls[who.split]++;
 		switch (e->api_class) {
 		case RT_CUDA_LAUNCH:
 		case RT_CUDA_GRAPH_LAUNCH:
-			a->launches += rt_gpu_share(q, n, i, rest);
+			a->launches += share[i];
 			break;
 		case RT_CUDA_MEMCPY:
 		case RT_CUDA_MEMCPY_ASYNC:
-			add_bytes(a, e->copy_kind, rt_gpu_share(q, n, i, rest));
+			add_bytes(a, e->copy_kind, share[i]);
 			break;
 		default:
 			break;
@@ -337,9 +407,33 @@ static void on_cuda(struct rt_correlator *c, const struct rt_ev_cuda_api *e)
 	}
 }
 
+/* ncclDataType_t sizes (nccl.h: ncclInt8 0 ... ncclFloat8e5m2 11); 0 unknown */
+static uint64_t nccl_type_size(uint32_t dt)
+{
+	static const uint8_t sizes[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+
+	return dt < sizeof(sizes) ? sizes[dt] : 0;
+}
+
+/*
+ * Bytes a collective moves per rank as its arguments say: count x the
+ * datatype's size (collectives over NVLink are kernels, not copies: no copy
+ * record carries them). Overflow or an unknown type: 0.
+ */
+static uint64_t nccl_bytes(const struct rt_ev_nccl *e)
+{
+	uint64_t sz = nccl_type_size(e->datatype);
+
+	if (e->op == RT_NCCL_GROUP_START || e->op == RT_NCCL_GROUP_END || !sz ||
+	    e->count > UINT64_MAX / sz)
+		return 0;
+	return e->count * sz;
+}
+
 static void on_nccl(struct rt_correlator *c, const struct rt_ev_nccl *e)
 {
-	struct rt_req *reqs[RT_GPU_SHARE_MAX];
+	struct rt_gpu_who who;
+	uint64_t share[RT_GPU_SHARE_MAX];
 	uint32_t n, i;
 
 	if (e->op > RT_NCCL_GROUP_END || e->enter_ns > e->hdr.ts_ns) {
@@ -352,17 +446,21 @@ static void on_nccl(struct rt_correlator *c, const struct rt_ev_nccl *e)
 	/* group markers carry no stream: the grouped calls named theirs */
 	if (e->op != RT_NCCL_GROUP_START && e->op != RT_NCCL_GROUP_END)
 		nccl_enqueued(&c->gpu, e->hdr.pid, e->stream, e->hdr.ts_ns);
-	n = owners(c, &e->hdr, reqs);
+	n = owners(c, &e->hdr, &who);
 	if (!n) {
 		c->gpu.st.unattributed++;
 		return;
 	}
 	c->gpu.st.attributed++;
+	rt_gpu_split_q(nccl_bytes(e), &who, &c->gpu.turn, share);
 	for (i = 0; i < n; i++) {
-		struct rt_gpu_acc *a = acc_of(reqs[i]);
+		struct rt_gpu_acc *a = acc_of(who.req[i]);
 
-		if (a)
+		if (a) {
 			a->calls++;
+			a->split_calls[who.split]++;
+			a->nccl_bytes += share[i];
+		}
 	}
 }
 
@@ -388,11 +486,28 @@ void rt_gpu_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev)
 		}
 		on_nccl(c, (const struct rt_ev_nccl *)ev);
 		break;
+	case RT_EV_LINK_SAMPLE:
+		rt_gpu_link_on_event(c, ev); /* NVML, not CUPTI: gpu_link.c */
+		break;
 	default:
 		g->st.device++;
 		rt_gpu_device_on_event(c, ev);
 		break;
 	}
+}
+
+/* The rule that gave r most of its device time, else most of its records. */
+static uint32_t main_split(const struct rt_gpu_acc *a)
+{
+	uint32_t i, by_ns = RT_GPU_SPLIT_NONE, by_calls = RT_GPU_SPLIT_NONE;
+
+	for (i = 1; i < RT_GPU_SPLIT__COUNT; i++) {
+		if (a->split_ns[i] > a->split_ns[by_ns])
+			by_ns = i;
+		if (a->split_calls[i] > a->split_calls[by_calls])
+			by_calls = i;
+	}
+	return by_ns != RT_GPU_SPLIT_NONE ? by_ns : by_calls;
 }
 
 void rt_gpu_finish(struct rt_correlator *c, struct rt_req *r)
@@ -407,11 +522,14 @@ void rt_gpu_finish(struct rt_correlator *c, struct rt_req *r)
 	r->span.gpu.h2d_bytes = a->h2d_bytes;
 	r->span.gpu.d2h_bytes = a->d2h_bytes;
 	r->span.gpu.p2p_bytes = a->p2p_bytes;
+	r->span.gpu.nccl_bytes = a->nccl_bytes;
 	r->span.gpu.sync_wait_ns = a->sync_wait_ns;
 	if (a->device) { /* else null: no device evidence (0 is a measurement) */
 		r->span.gpu.kernel_ns = a->kernel_ns;
 		r->span.gpu.memcpy_ns = a->memcpy_ns;
+		r->span.gpu.step_ns = a->step_ns;
 	}
+	r->span.gpu.split = (uint8_t)main_split(a);
 }
 
 void rt_gpu_release(struct rt_req *r)

@@ -138,23 +138,27 @@ static void snap_put(struct rt_gpu_dev *d, uint32_t snap, uint32_t gen)
 		s->refs--;
 }
 
-/* A set holding reqs[0..n), shared with a recent call that had the same. */
-static uint32_t snap_get(struct rt_gpu_dev *d, struct rt_gpu_stats *st, struct rt_req **reqs,
-			 uint32_t n, uint32_t *gen)
+/* A set holding who's requests and weights, shared with a recent call that had the same. */
+static uint32_t snap_get(struct rt_gpu_dev *d, struct rt_gpu_stats *st,
+			 const struct rt_gpu_who *who, uint32_t *gen)
 {
 	uint64_t serial[RT_GPU_SHARE_MAX], h;
 	struct rt_gpu_dev_snap *s;
-	uint32_t i, idx;
+	uint32_t i, idx, n = who->n;
 
 	for (i = 0; i < n; i++)
-		serial[i] = reqs[i]->serial;
+		serial[i] = who->req[i]->serial;
 	h = hash_serials(serial, n);
+	for (i = 0; i < n; i++)
+		h = rt_hash_u64(h ^ who->w[i]);
+	h = rt_hash_u64(h ^ who->split);
 	for (i = 0; i < RT_GPU_DEV_RECENT; i++) {
 		if (!d->recent[i])
 			continue;
 		s = &d->snaps[d->recent[i] - 1];
-		if (s->hash == h && s->n == n &&
-		    !memcmp(s->serial, serial, n * sizeof(serial[0]))) {
+		if (s->hash == h && s->n == n && s->split == who->split &&
+		    !memcmp(s->serial, serial, n * sizeof(serial[0])) &&
+		    !memcmp(s->w, who->w, n * sizeof(who->w[0]))) {
 			s->refs++;
 			*gen = s->gen;
 			return d->recent[i];
@@ -173,7 +177,10 @@ static uint32_t snap_get(struct rt_gpu_dev *d, struct rt_gpu_stats *st, struct r
 	s->refs = 1;
 	s->n = n;
 	s->hash = h;
+	s->split = who->split;
+	s->weight_sum = who->weight_sum;
 	memcpy(s->serial, serial, n * sizeof(serial[0]));
+	memcpy(s->w, who->w, n * sizeof(who->w[0]));
 	memmove(d->recent + 1, d->recent, (RT_GPU_DEV_RECENT - 1) * sizeof(d->recent[0]));
 	d->recent[0] = idx + 1;
 	*gen = s->gen;
@@ -182,12 +189,19 @@ static uint32_t snap_get(struct rt_gpu_dev *d, struct rt_gpu_stats *st, struct r
 
 /* ---- charging ----------------------------------------------------------------- */
 
+/*
+ * A device record's duration to the call's owners, by their weights (the
+ * tokens each advanced in a marker step that carries counts, else equal);
+ * each also gets the whole duration in step_ns, the measured step time
+ * beside its share.
+ */
 static void charge(struct rt_correlator *c, struct rt_gpu_dev_call *k, uint16_t kind, uint64_t dur)
 {
 	struct rt_gpu_dev *d = c->gpu.dev;
 	struct rt_gpu_stats *st = &c->gpu.st;
 	const struct rt_gpu_dev_snap *s = k->snap ? &d->snaps[k->snap - 1] : NULL;
-	uint32_t i, rest = 0;
+	uint64_t share[RT_GPU_SHARE_MAX], given = 0;
+	uint32_t i;
 
 	k->matched++;
 	st->dev_joined++;
@@ -196,21 +210,28 @@ static void charge(struct rt_correlator *c, struct rt_gpu_dev_call *k, uint16_t 
 		st->dev_unattributed_ns += (int64_t)dur;
 		return;
 	}
-	if (dur % s->n)
-		rest = d->turn++ % s->n;
 	for (i = 0; i < s->n; i++) {
-		int64_t share = (int64_t)rt_gpu_share(dur, s->n, i, rest);
+		share[i] = s->weight_sum ?
+				   (uint64_t)((unsigned __int128)dur * s->w[i] / s->weight_sum) :
+				   0;
+		given += share[i];
+	}
+	if (given < dur) /* what does not divide: to the sharers in turn */
+		share[d->turn++ % s->n] += dur - given;
+	for (i = 0; i < s->n; i++) {
 		struct rt_req *r = rt_req_get(c, s->serial[i]);
 		struct rt_gpu_acc *a = r && !r->ended ? rt_gpu_acc_of(r) : NULL;
 
 		if (!a) {
-			st->dev_orphan_ns += share;
+			st->dev_orphan_ns += (int64_t)share[i];
 			continue;
 		}
 		if (kind == RT_EV_GPU_KERNEL)
-			a->kernel_ns += share;
+			a->kernel_ns += (int64_t)share[i];
 		else
-			a->memcpy_ns += share;
+			a->memcpy_ns += (int64_t)share[i];
+		a->split_ns[s->split < RT_GPU_SPLIT__COUNT ? s->split : 0] += (int64_t)share[i];
+		a->step_ns += (int64_t)dur;
 		a->device = true;
 	}
 }
@@ -344,14 +365,32 @@ static void expire(struct rt_correlator *c)
 
 /* ---- GPU busy time: the union of kernel intervals per device -------------------- */
 
+static void busy_pid(struct rt_gpu_busy_dev *b, uint32_t pid)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->n_pids; i++)
+		if (b->pids[i] == pid)
+			return;
+	if (b->n_pids < RT_GPU_BUSY_PIDS_MAX)
+		b->pids[b->n_pids++] = pid;
+}
+
+/*
+ * The series of a device, whichever process ran the kernel: the union is
+ * over every stream of every process on it (kernels of all sources come in
+ * one merge order, by start).
+ */
 static struct rt_gpu_busy_dev *busy_dev(struct rt_correlator *c, uint32_t pid, uint32_t device)
 {
 	struct rt_gpu_busy_dev *b = c->gpu.dev->busy, *free_slot = NULL;
 	uint32_t i;
 
 	for (i = 0; i < RT_GPU_BUSY_DEVICES_MAX; i++) {
-		if (b[i].used && b[i].pid == pid && b[i].device == device)
+		if (b[i].used && b[i].device == device) {
+			busy_pid(&b[i], pid);
 			return &b[i];
+		}
 		if (!b[i].used && !free_slot)
 			free_slot = &b[i];
 	}
@@ -361,8 +400,8 @@ static struct rt_gpu_busy_dev *busy_dev(struct rt_correlator *c, uint32_t pid, u
 	}
 	memset(free_slot, 0, sizeof(*free_slot));
 	free_slot->used = 1;
-	free_slot->pid = pid;
 	free_slot->device = device;
+	busy_pid(free_slot, pid);
 	return free_slot;
 }
 
@@ -475,7 +514,8 @@ void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st)
 			continue;
 		lo = b[i].first_ns > from ? b[i].first_ns : from;
 		memset(o, 0, sizeof(*o));
-		o->pid = b[i].pid;
+		o->pid = b[i].pids[0];
+		o->processes = b[i].n_pids;
 		o->device = b[i].device;
 		o->kernels = b[i].kernels;
 		o->window_ns = now > lo ? now - lo : 0;
@@ -498,9 +538,9 @@ uint32_t rt_gpu_busy_series(const struct rt_correlator *c, uint32_t pid, uint32_
 	uint64_t now_sec = c->now / NS_PER_S, sec, lo, hi;
 	uint32_t i, n;
 
+	(void)pid; /* a device's series covers all its processes */
 	for (i = 0; c->gpu.dev && i < RT_GPU_BUSY_DEVICES_MAX && !b; i++)
-		if (c->gpu.dev->busy[i].used && c->gpu.dev->busy[i].pid == pid &&
-		    c->gpu.dev->busy[i].device == device)
+		if (c->gpu.dev->busy[i].used && c->gpu.dev->busy[i].device == device)
 			b = &c->gpu.dev->busy[i];
 	if (!b || !max)
 		return 0;
@@ -552,13 +592,22 @@ static bool queues_work(uint16_t api_class)
  * this call. (The caller's own markers and I/O cannot change while it is
  * inside the call.)
  */
-static uint32_t at_entry(struct rt_req **reqs, uint32_t n, uint64_t enter)
+static uint32_t at_entry(struct rt_gpu_who *who, uint64_t enter)
 {
 	uint32_t i, m = 0;
 
-	for (i = 0; i < n; i++)
-		if (!reqs[i]->span.received_ns || reqs[i]->span.received_ns <= enter)
-			reqs[m++] = reqs[i];
+	who->weight_sum = 0;
+	for (i = 0; i < who->n; i++) {
+		struct rt_req *r = who->req[i];
+
+		if (!r->span.received_ns || r->span.received_ns <= enter) {
+			who->req[m] = r;
+			who->w[m] = who->w[i];
+			who->weight_sum += who->w[i];
+			m++;
+		}
+	}
+	who->n = m;
 	return m;
 }
 
@@ -566,7 +615,7 @@ void rt_gpu_device_on_driver(struct rt_correlator *c, const struct rt_ev_cuda_ap
 {
 	struct rt_gpu_dev *d = dev_of(c);
 	struct rt_gpu_stats *st = &c->gpu.st;
-	struct rt_req *reqs[RT_GPU_SHARE_MAX];
+	struct rt_gpu_who who;
 	struct rt_gpu_dev_call *k;
 	struct ix x;
 	uint32_t n, idx;
@@ -582,7 +631,8 @@ void rt_gpu_device_on_driver(struct rt_correlator *c, const struct rt_ev_cuda_ap
 	}
 	if (!queues_work(e->api_class))
 		return; /* syncs and waits: their SYNC records are not device work */
-	n = at_entry(reqs, rt_gpu_owners(c, &e->hdr, reqs), e->enter_ns);
+	rt_gpu_owners(c, &e->hdr, &who);
+	n = at_entry(&who, e->enter_ns);
 	if (d->calls_len == RT_GPU_DEV_CALLS_MAX)
 		call_pop(c, true);
 	idx = (d->calls_tail + d->calls_len) % RT_GPU_DEV_CALLS_MAX;
@@ -596,7 +646,7 @@ void rt_gpu_device_on_driver(struct rt_correlator *c, const struct rt_ev_cuda_ap
 	k->pid = e->hdr.pid;
 	k->used = 1;
 	if (n)
-		k->snap = snap_get(d, st, reqs, n, &k->snap_gen);
+		k->snap = snap_get(d, st, &who, &k->snap_gen);
 	/* a repeated id (a wrapped counter) names the newer call from now on */
 	ix_put(&x, k->key, idx + 1);
 	st->dev_calls++;
@@ -642,7 +692,7 @@ void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *
 		break;
 	}
 	default:
-		return; /* SYNC, EXT_CORR, LINK_SAMPLE: not device work (counted by gpu.c) */
+		return; /* SYNC, EXT_CORR: not device work (counted by gpu.c) */
 	}
 	if (!dev_of(c))
 		return;

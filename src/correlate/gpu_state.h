@@ -52,14 +52,21 @@ struct rt_gpu_dev_snap {
 	uint32_t gen; /* bumped when the slot is reused */
 	uint32_t refs; /* kept calls naming it */
 	uint32_t n;
-	uint32_t _pad;
+	uint32_t split; /* enum rt_gpu_split: how the time is divided */
+	uint64_t weight_sum; /* of w[]; equal shares when every weight is 1 */
 	uint64_t serial[RT_GPU_SHARE_MAX];
+	uint32_t w[RT_GPU_SHARE_MAX]; /* weights: tokens each member advanced, else 1 */
 };
 
-/* Union of the kernel intervals of one device of one process. */
+/*
+ * Union of the kernel intervals of one device, across its streams and the
+ * processes that use it: kernels of all sources come in one merge order.
+ */
 struct rt_gpu_busy_dev {
-	uint32_t pid, device;
+	uint32_t device;
 	uint32_t used;
+	uint32_t n_pids;
+	uint32_t pids[RT_GPU_BUSY_PIDS_MAX]; /* processes seen, the first first */
 	uint32_t open; /* open_start/open_end hold an interval */
 	uint64_t open_start, open_end; /* the union interval being grown */
 	uint64_t done_until; /* end of the last interval moved into the buckets */
@@ -93,13 +100,34 @@ struct rt_gpu_dev {
 struct rt_gpu_acc {
 	uint64_t launches; /* kernel and graph launches (shares of) */
 	uint64_t h2d_bytes, d2h_bytes, p2p_bytes; /* shares of the bytes copied */
+	uint64_t nccl_bytes; /* shares of collectives' bytes (count x datatype size) */
 	int64_t sync_wait_ns; /* wall time the CPU waited on the GPU for it */
 	int64_t comm_wait_ns; /* the part of sync_wait_ns that followed collectives */
 	uint64_t calls; /* records that named it */
 	/* device time from CUPTI records (gpu_device.c), meaningful when `device` */
 	int64_t kernel_ns; /* shares of kernel time */
 	int64_t memcpy_ns; /* shares of copy and memset time */
+	int64_t step_ns; /* whole durations of the device records it had shares of */
+	int64_t split_ns[RT_GPU_SPLIT__COUNT]; /* its device time by rule (enum rt_gpu_split) */
+	uint64_t split_calls[RT_GPU_SPLIT__COUNT]; /* its CPU-side records by rule */
 	bool device; /* a device record was charged to it: kernel_ms/memcpy_ms are not null */
+};
+
+/* ---- links (NVML): gpu_link.c ---- */
+
+struct rt_gpu_link_sample {
+	uint64_t ts, tx, rx;
+};
+
+struct rt_gpu_link_state {
+	uint32_t device, link_type;
+	uint32_t used;
+	uint32_t max_mbps;
+	uint64_t samples;
+	uint64_t first_ns;
+	uint64_t tx0, rx0; /* counters at the first sample */
+	uint32_t head, len; /* ring: newest at (head + len - 1) % RT_GPU_LINK_RING */
+	struct rt_gpu_link_sample ring[RT_GPU_LINK_RING];
 };
 
 /* A stream on which collectives were enqueued since it was last waited for. */
@@ -120,6 +148,8 @@ struct rt_gpu_state {
 	uint32_t turn; /* whose turn it is to get a remainder (round robin) */
 	struct rt_gpu_stats st;
 	struct rt_gpu_dev *dev; /* gpu_device.c; NULL until the first CUPTI record */
+	struct rt_gpu_link_state links[RT_GPU_LINKS_MAX]; /* gpu_link.c */
+	uint64_t link_records, link_refused;
 };
 
 #endif /* RT_CORRELATE_GPU_STATE_H */

@@ -138,6 +138,12 @@ struct rt_thread {
 	uint64_t *step; /* members of the open step, RT_STEP_MEMBERS_MAX slots */
 	uint32_t n_step;
 	bool in_step;
+	/* tokens each member of the open step advanced (STEP_TOKENS records),
+	 * parallel to step[]; usable when every member got its count */
+	uint32_t *step_tok;
+	uint32_t n_step_tok;
+	uint32_t step_last_index; /* the last STEP_MEMBER's list index ... */
+	int32_t step_last_slot; /* ... and its slot in step[], -1: not kept */
 	/* rule 3: the request handed over by the wakeup that began this burst */
 	uint64_t handoff;
 	/* on-CPU time of this burst; the hand-off of the last burst if it was
@@ -315,7 +321,21 @@ void rt_gpu_release(struct rt_req *r);
  * "Attribution" says (markers, I/O owners, engine set): live requests, at
  * most RT_GPU_SHARE_MAX, into out. Returns the count.
  */
-uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev, struct rt_req **out);
+struct rt_gpu_who {
+	uint32_t n;
+	uint32_t split; /* enum rt_gpu_split: the rule that named them */
+	uint64_t weight_sum; /* of w[0..n) */
+	struct rt_req *req[RT_GPU_SHARE_MAX];
+	uint32_t w[RT_GPU_SHARE_MAX]; /* tokens each advanced (split TOKENS), else 1 */
+};
+uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev,
+		       struct rt_gpu_who *who);
+/*
+ * Shares of q among who's requests by their weights, into out[0..n): each
+ * gets floor(q * w / sum), and what that leaves to one sharer, chosen in
+ * turn (*turn), so the shares sum to q.
+ */
+void rt_gpu_split_q(uint64_t q, const struct rt_gpu_who *who, uint32_t *turn, uint64_t *out);
 /* r's GPU accumulator, made on first use; NULL (r flagged incomplete) without memory. */
 struct rt_gpu_acc *rt_gpu_acc_of(struct rt_req *r);
 
@@ -329,6 +349,9 @@ void rt_gpu_device_on_event(struct rt_correlator *c, const struct rt_event_hdr *
 void rt_gpu_device_stats(const struct rt_correlator *c, struct rt_gpu_stats *st);
 /* Frees the join tables (rt_correlator__free). */
 void rt_gpu_device_free(struct rt_correlator *c);
+
+/* gpu_link.c: a LINK_SAMPLE record (NVML counters). */
+void rt_gpu_link_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
 
 /* finalize.c */
 void rt_span_finalize(struct rt_req *r);

@@ -189,12 +189,17 @@ static void on_step(struct rt_correlator *c, const struct rt_ev_mark_step *ev)
 		t->in_step = true;
 		t->step_id = ev->step_id;
 		t->n_step = 0;
+		t->n_step_tok = 0;
+		t->step_last_slot = -1;
 		break;
 	case RT_EV_MARK_STEP_MEMBER:
 		if (!t->in_step || t->step_id != ev->step_id) {
 			c->st.orphan_markers++;
 			return;
 		}
+		/* a STEP_TOKENS record of this index may follow: it finds the slot here */
+		t->step_last_index = ev->index;
+		t->step_last_slot = -1;
 		r = resolve(c, ev->request_id);
 		if (!r) {
 			c->st.orphan_markers++;
@@ -207,6 +212,7 @@ static void on_step(struct rt_correlator *c, const struct rt_ev_mark_step *ev)
 			if (t->step[i] == r->serial)
 				return;
 		if (t->n_step < RT_STEP_MEMBERS_MAX) {
+			t->step_last_slot = (int32_t)t->n_step;
 			t->step[t->n_step++] = r->serial;
 			rt_req_touch(r, t->tid);
 			r->last_activity = ts;
@@ -220,6 +226,25 @@ static void on_step(struct rt_correlator *c, const struct rt_ev_mark_step *ev)
 		t->n_step = 0;
 		break;
 	}
+}
+
+/*
+ * The tokens the member just listed advances in the step: weights for the
+ * step's GPU work (gpu.c). A count for a member that was not kept (unknown
+ * id, listed twice, beyond the bound) is ignored.
+ */
+static void on_step_tokens(struct rt_correlator *c, const struct rt_ev_mark_step_tokens *ev)
+{
+	struct rt_thread *t = rt_hmap_get(&c->threads, ev->hdr.tid);
+
+	if (!t || t->pid != ev->hdr.pid || !t->in_step || t->step_id != ev->step_id ||
+	    t->step_last_index != ev->index || t->step_last_slot < 0)
+		return;
+	if (!t->step_tok && !(t->step_tok = calloc(RT_STEP_MEMBERS_MAX, sizeof(*t->step_tok))))
+		return;
+	t->step_tok[t->step_last_slot] = ev->tokens;
+	t->step_last_slot = -1;
+	t->n_step_tok++;
 }
 
 static void on_bind(struct rt_correlator *c, const struct rt_ev_mark_bind *ev)
@@ -254,6 +279,9 @@ void rt_marker_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev)
 		break;
 	case RT_EV_MARK_BIND:
 		on_bind(c, (const struct rt_ev_mark_bind *)ev);
+		break;
+	case RT_EV_MARK_STEP_TOKENS:
+		on_step_tokens(c, (const struct rt_ev_mark_step_tokens *)ev);
 		break;
 	}
 }

@@ -188,6 +188,7 @@ static void status_gpu(struct rt_daemon *d, const struct rt_bpf_stats *bs, struc
 		rt_jsonw_obj_open(w);
 		key_u64(w, "pid", gs->busy[i].pid);
 		key_u64(w, "device", gs->busy[i].device);
+		key_u64(w, "processes", gs->busy[i].processes);
 		rt_jsonw_key(w, "busy_fraction");
 		rt_jsonw_num(w, gs->busy[i].fraction, 4);
 		key_u64(w, "kernels", gs->busy[i].kernels);
@@ -269,6 +270,101 @@ void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 		fn(ctx, "otlp_encode", os.dropped_encode);
 		fn(ctx, "otlp_partial_rejected", os.rejected_spans);
 	}
+}
+
+static void link_json(struct rt_jsonw *w, const char *key, const struct rt_gpu_link *l)
+{
+	rt_jsonw_key(w, key);
+	if (!l) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_jsonw_obj_open(w);
+	key_u64(w, "tx_bytes", l->tx_total);
+	key_u64(w, "rx_bytes", l->rx_total);
+	rt_jsonw_key(w, "tx_bytes_per_s");
+	rt_jsonw_num(w, l->tx_bps, 0);
+	rt_jsonw_key(w, "rx_bytes_per_s");
+	rt_jsonw_num(w, l->rx_bps, 0);
+	rt_jsonw_key(w, "max_bytes_per_s");
+	if (l->max_bps)
+		rt_jsonw_uint(w, l->max_bps);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "utilization");
+	if (l->util >= 0)
+		rt_jsonw_num(w, l->util, 4);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "utilization_peak");
+	if (l->util_peak >= 0)
+		rt_jsonw_num(w, l->util_peak, 4);
+	else
+		rt_jsonw_null(w);
+	key_u64(w, "window_ms", l->window_ns / 1000000);
+	key_u64(w, "samples", l->samples);
+	rt_jsonw_obj_close(w);
+}
+
+/*
+ * PCIe and NVLink per device (docs/protocol.md, docs/gpu.md "Links"): the
+ * library's state from the NVML source, the traffic from the correlator's
+ * LINK_SAMPLE series (the same numbers the verdict reads).
+ */
+static void status_nvml(struct rt_daemon *d, struct rt_jsonw *w)
+{
+	struct rt_nvml_stats *ns = calloc(1, sizeof(*ns));
+	struct rt_gpu_links *gl = calloc(1, sizeof(*gl));
+	uint32_t i, k;
+
+	rt_jsonw_key(w, "nvml");
+	if (!ns || !gl) {
+		rt_jsonw_null(w);
+		goto cleanup;
+	}
+	rt_nvml__stats(d->nvml, ns);
+	rt_gpu_links(rt_pipeline__correlator(d->pipe), gl);
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "state");
+	rt_jsonw_str_val(w, rt_nvml_state_name(ns->state));
+	rt_jsonw_key(w, "library");
+	rt_jsonw_str_val(w, ns->library);
+	rt_jsonw_key(w, "error");
+	if (ns->error[0])
+		rt_jsonw_str_val(w, ns->error);
+	else
+		rt_jsonw_null(w);
+	key_u64(w, "samples", ns->samples);
+	key_u64(w, "read_errors", ns->read_errors);
+	key_u64(w, "devices_total", ns->devices_total);
+	rt_jsonw_key(w, "devices");
+	rt_jsonw_arr_open(w);
+	for (i = 0; i < ns->n_devices; i++) {
+		const struct rt_nvml_dev *nd = &ns->dev[i];
+		const struct rt_gpu_link *pcie = NULL, *nvl = NULL;
+
+		for (k = 0; k < gl->n; k++) {
+			if (gl->link[k].device != nd->index)
+				continue;
+			if (gl->link[k].link_type == RT_LINK_PCIE)
+				pcie = &gl->link[k];
+			else if (gl->link[k].link_type == RT_LINK_NVLINK)
+				nvl = &gl->link[k];
+		}
+		rt_jsonw_obj_open(w);
+		key_u64(w, "device", nd->index);
+		key_u64(w, "pcie_gen", nd->pcie_gen);
+		key_u64(w, "pcie_width", nd->pcie_width);
+		key_u64(w, "nvlink_links", nd->nvlink_links);
+		link_json(w, "pcie", pcie);
+		link_json(w, "nvlink", nvl);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	rt_jsonw_obj_close(w);
+cleanup:
+	free(ns);
+	free(gl);
 }
 
 /* The OTLP exporter's state (docs/protocol.md, docs/otlp.md); null when off. */
@@ -420,6 +516,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_jsonw_arr_close(&w);
 	status_inject(d, &w);
 	status_gpu(d, bs, &w);
+	status_nvml(d, &w);
 
 	/* every bounded stage and what it had to drop */
 	rt_jsonw_key(&w, "drops");

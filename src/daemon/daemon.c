@@ -31,6 +31,7 @@
 #define SCAN_MS 250
 #define STATS_MS 1000
 #define LISTEN_MS 1000
+#define NVML_MS 1000 /* NVML link counters: a read of cumulative fields costs microseconds */
 #define MARKER_LIB "libreqtrace_marker.so"
 
 uint64_t rt_now_ns(void)
@@ -242,6 +243,14 @@ static void on_stats_timer(uv_timer_t *h)
 			(double)(d->src[i].events - d->src[i].last_events) * 1000.0 / STATS_MS;
 		d->src[i].last_events = d->src[i].events;
 	}
+}
+
+/* NVML's link counters, one round a second: LINK_SAMPLE records into the pipeline. */
+static void on_nvml_timer(uv_timer_t *h)
+{
+	struct rt_daemon *d = h->data;
+
+	rt_nvml__sample(d->nvml, rt_now_ns(), RT_SOURCE_DAEMON, rt_daemon__intake, d);
 }
 
 static void on_listen_timer(uv_timer_t *h)
@@ -584,6 +593,23 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	uv_timer_init(loop, &d->listen_timer);
 	d->listen_timer.data = d;
 	uv_timer_start(&d->listen_timer, on_listen_timer, LISTEN_MS, LISTEN_MS);
+	/* dlopen: no NVIDIA driver is "absent" in the status, not an error */
+	d->nvml = rt_nvml__open(NULL);
+	if (d->nvml) {
+		struct rt_nvml_stats ns;
+
+		rt_nvml__stats(d->nvml, &ns);
+		if (ns.state == RT_NVML_OK)
+			ilog("nvml: %s, %u device(s): PCIe/NVLink counters every %d ms", ns.library,
+			     ns.n_devices, NVML_MS);
+		else
+			ilog("nvml %s: %s: no link counters", rt_nvml_state_name(ns.state),
+			     ns.error);
+		uv_timer_init(loop, &d->nvml_timer);
+		d->nvml_timer.data = d;
+		if (ns.state == RT_NVML_OK)
+			uv_timer_start(&d->nvml_timer, on_nvml_timer, 0, NVML_MS);
+	}
 	uv_signal_init(loop, &d->sig_int);
 	d->sig_int.data = d;
 	uv_signal_start(&d->sig_int, on_signal, SIGINT);
@@ -645,6 +671,8 @@ void rt_daemon__fini(struct rt_daemon *d)
 	d->bpf = NULL;
 	rt_inject_server__free(d->inject);
 	d->inject = NULL;
+	rt_nvml__close(d->nvml);
+	d->nvml = NULL;
 	rt_pipeline__free(d->pipe);
 	d->pipe = NULL;
 	rt_store__free(d->store);

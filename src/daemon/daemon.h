@@ -26,6 +26,7 @@
 #include "export/rtrace_write.h"
 #include "merge/pipeline.h"
 #include "sources/inject_server.h"
+#include "sources/nvml.h"
 #include "store/store.h"
 
 #define RT_DAEMON_SOCKET "/run/reqtrace/reqtrace.sock"
@@ -118,6 +119,8 @@ struct rt_daemon {
 	struct rt_otlp_stats otlp_gone;
 	bool otlp_was_on;
 	struct rt_jsonl *jsonl; /* the JSONL span file; NULL without jsonl_path */
+	struct rt_nvml *nvml; /* PCIe/NVLink counters (sources/nvml.h); its state says if usable */
+	uv_timer_t nvml_timer;
 };
 
 int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o);

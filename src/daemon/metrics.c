@@ -173,13 +173,15 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	struct kv_list *drops = calloc(1, sizeof(*drops));
 	struct kv_list *exported = calloc(1, sizeof(*exported));
 	struct rt_prom_gpu gpu[RT_GPU_BUSY_DEVICES_MAX];
+	struct rt_gpu_links *gl = calloc(1, sizeof(*gl));
+	struct rt_prom_link links[RT_GPU_LINKS_MAX];
 	struct rt_prom_extra x = { 0 };
 	FILE *f = NULL;
 	uint32_t i;
 	int err = -ENOMEM;
 
 	*out = NULL;
-	if (!bs || !gs || !events || !drops || !exported)
+	if (!bs || !gs || !events || !drops || !exported || !gl)
 		goto cleanup;
 	if (d->bpf)
 		rt_bpf_source__stats(d->bpf, bs);
@@ -208,6 +210,16 @@ static int render(struct rt_metrics *m, char **out, size_t *len)
 	x.n_gpu = i;
 	/* busy time comes from CUPTI device records; without any, say nothing */
 	x.gpu_known = gs->dev_records > 0;
+	rt_gpu_links(rt_pipeline__correlator(d->pipe), gl);
+	for (i = 0; i < gl->n; i++)
+		links[i] = (struct rt_prom_link){
+			.device = gl->link[i].device,
+			.link = gl->link[i].link_type == RT_LINK_NVLINK ? "nvlink" : "pcie",
+			.tx_bytes = gl->link[i].tx_total,
+			.rx_bytes = gl->link[i].rx_total,
+		};
+	x.links = links;
+	x.n_links = gl->n;
 
 	f = open_memstream(out, len);
 	if (!f)
@@ -225,6 +237,7 @@ cleanup:
 	}
 	free(bs);
 	free(gs);
+	free(gl);
 	free(events);
 	free(drops);
 	free(exported);

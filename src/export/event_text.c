@@ -106,6 +106,13 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 			e->n_requests, e->index, e->request_id);
 		break;
 	}
+	case RT_EV_MARK_STEP_TOKENS: {
+		const struct rt_ev_mark_step_tokens *e = (const void *)ev;
+
+		fprintf(f, " step=%" PRIu64 " idx=%u tokens=%u", (uint64_t)e->step_id, e->index,
+			e->tokens);
+		break;
+	}
 	case RT_EV_CUDA_API_ENTER:
 	case RT_EV_CUDA_API_EXIT: {
 		const struct rt_ev_cuda_api *e = (const void *)ev;
@@ -154,6 +161,17 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 
 		fprintf(f, " end=%" PRIu64 " corr=%" PRIu64 " type=%u stream=%u",
 			(uint64_t)e->end_ns, (uint64_t)e->corr_id, e->sync_type, e->stream);
+		break;
+	}
+	case RT_EV_LINK_SAMPLE: {
+		const struct rt_ev_link_sample *e = (const void *)ev;
+
+		fprintf(f, " device=%u link=%s type=%s tx=%" PRIu64 " rx=%" PRIu64 " max_mbps=%u",
+			e->device, e->link == RT_LINK_ALL ? "all" : "one",
+			e->link_type == RT_LINK_PCIE   ? "pcie" :
+			e->link_type == RT_LINK_NVLINK ? "nvlink" :
+							 "unknown",
+			(uint64_t)e->tx_bytes, (uint64_t)e->rx_bytes, e->max_mbps);
 		break;
 	}
 	case RT_EV_LOSS: {

@@ -9,6 +9,7 @@
  * an unbounded string.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,7 +279,7 @@ static void counters(FILE *f, const char *name, const char *help, const char *ke
 
 int rt_prom__write(const struct rt_prom *p, const struct rt_prom_extra *x, FILE *f)
 {
-	char lb[512], num[16], dev[16];
+	char lb[512], dev[16];
 	uint32_t g, i, o;
 	int ph;
 
@@ -341,16 +342,36 @@ int rt_prom__write(const struct rt_prom *p, const struct rt_prom_extra *x, FILE 
 				 "exporter", x->exported, x->n_exported);
 		if (x->gpu_known) {
 			head(f, "reqtrace_gpu_busy_seconds_total", "counter",
-			     "Union of kernel intervals per device and process, since its first "
-			     "kernel.");
+			     "Union of kernel intervals per device, across its streams and "
+			     "processes, since its first kernel.");
 			for (i = 0; i < x->n_gpu; i++) {
-				const char *kv[] = { "device", dev, "pid", num };
+				const char *kv[] = { "device", dev };
 
 				snprintf(dev, sizeof(dev), "%u", x->gpu[i].device);
-				snprintf(num, sizeof(num), "%u", x->gpu[i].pid);
 				fprintf(f, "reqtrace_gpu_busy_seconds_total{%s} %.9g\n",
-					labels_of(lb, sizeof(lb), kv, 2),
+					labels_of(lb, sizeof(lb), kv, 1),
 					(double)x->gpu[i].busy_ns / 1e9);
+			}
+		}
+		if (x->n_links) {
+			head(f, "reqtrace_gpu_link_bytes_total", "counter",
+			     "Bytes through a GPU's PCIe or NVLink links (NVML's counters), by "
+			     "direction, since the daemon's first sample.");
+			for (i = 0; i < x->n_links; i++) {
+				const char *dirs[2] = { "tx", "rx" };
+				uint64_t v[2] = { x->links[i].tx_bytes, x->links[i].rx_bytes };
+
+				snprintf(dev, sizeof(dev), "%u", x->links[i].device);
+				for (int k = 0; k < 2; k++) {
+					const char *kv[] = {
+						"device",	  dev,	       "link",
+						x->links[i].link, "direction", dirs[k]
+					};
+
+					fprintf(f,
+						"reqtrace_gpu_link_bytes_total{%s} %" PRIu64 "\n",
+						labels_of(lb, sizeof(lb), kv, 3), v[k]);
+				}
 			}
 		}
 	}

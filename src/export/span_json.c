@@ -150,6 +150,14 @@ static void gpu_json(struct rt_jsonw *w, const struct rt_span_gpu *g)
 	key_ms_or_null(w, "sync_wait_ms", g->sync_wait_ns);
 	rt_jsonw_key(w, "launches");
 	rt_jsonw_uint(w, g->launches);
+	rt_jsonw_key(w, "nccl_bytes");
+	rt_jsonw_uint(w, g->nccl_bytes);
+	rt_jsonw_key(w, "split");
+	if (rt_gpu_split_name(g->split))
+		rt_jsonw_str_val(w, rt_gpu_split_name(g->split));
+	else
+		rt_jsonw_null(w);
+	key_ms_or_null(w, "step_ms", g->step_ns);
 	rt_jsonw_obj_close(w);
 }
 
@@ -484,6 +492,12 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 		s->gpu.p2p_bytes = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
 		x = cJSON_GetObjectItemCaseSensitive(v, "launches");
 		s->gpu.launches = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+		x = cJSON_GetObjectItemCaseSensitive(v, "nccl_bytes");
+		s->gpu.nccl_bytes = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+		x = cJSON_GetObjectItemCaseSensitive(v, "split");
+		s->gpu.split =
+			(uint8_t)rt_gpu_split_parse(cJSON_IsString(x) ? x->valuestring : NULL);
+		s->gpu.step_ns = ms_ns(v, "step_ms");
 	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, "server_reported"))
 	{

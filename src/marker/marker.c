@@ -33,6 +33,15 @@ RT_MARKER_API void rt_mark_step_begin(uint64_t step_id, uint32_t n, const char *
 			 : "memory");
 }
 
+RT_MARKER_API void rt_mark_step_begin_tokens(uint64_t step_id, uint32_t n,
+					     const char *const *request_ids, const uint32_t *tokens)
+{
+	__asm__ volatile("# rt_mark_step_begin_tokens"
+			 :
+			 : "r"(step_id), "r"(n), "r"(request_ids), "r"(tokens)
+			 : "memory");
+}
+
 RT_MARKER_API void rt_mark_step_end(uint64_t step_id)
 {
 	__asm__ volatile("# rt_mark_step_end" : : "r"(step_id) : "memory");

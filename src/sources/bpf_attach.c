@@ -169,7 +169,7 @@ int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
 	struct bpf_program *progs[RT_BPF_MARK_FUNCS];
 	static const char *const funcs[RT_BPF_MARK_FUNCS] = {
 		"rt_mark_begin",    "rt_mark_end",  "rt_mark_step_begin",
-		"rt_mark_step_end", "rt_mark_bind",
+		"rt_mark_step_end", "rt_mark_bind", "rt_mark_step_begin_tokens",
 	};
 	struct rt_marker_lib lib = { 0 };
 	struct stat st;
@@ -193,6 +193,7 @@ int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
 	progs[2] = s->marker->progs.rt_mark_step_begin;
 	progs[3] = s->marker->progs.rt_mark_step_end;
 	progs[4] = s->marker->progs.rt_mark_bind;
+	progs[5] = s->marker->progs.rt_mark_step_begin_tokens;
 	lib.dev = st.st_dev;
 	lib.ino = st.st_ino;
 	for (i = 0; i < RT_BPF_MARK_FUNCS; i++) {
@@ -204,6 +205,11 @@ int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
 			/* libbpf says ENOENT both for a missing file and a missing symbol */
 			if (err == -ENOENT)
 				err = -ESRCH;
+			/* a library of marker ABI 1 has no token steps: its callers make none */
+			if (err == -ESRCH && i == RT_BPF_MARK_FUNCS - 1) {
+				dlog("%s has no %s (marker ABI 1)", lib_path, funcs[i]);
+				continue;
+			}
 			elog("marker uprobe %s in %s: %s", funcs[i], lib_path,
 			     err == -ESRCH ? "symbol not found" : strerror(-err));
 			lib_detach(&lib);

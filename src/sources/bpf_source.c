@@ -74,6 +74,8 @@ static size_t min_size(unsigned int kind)
 		return sizeof(struct rt_ev_mark_step);
 	case RT_EV_MARK_BIND:
 		return sizeof(struct rt_ev_mark_bind);
+	case RT_EV_MARK_STEP_TOKENS:
+		return sizeof(struct rt_ev_mark_step_tokens);
 	case RT_EV_CUDA_API_ENTER:
 	case RT_EV_CUDA_API_EXIT:
 		return sizeof(struct rt_ev_cuda_api);

@@ -18,6 +18,10 @@
 #   4b. GPU uprobes (docs/gpu.md): the testbed's cuda backend under reqtraced
 #      without CUPTI; launches, copies, syncs and collectives of every step must
 #      be in the recording and in the spans (RT_GPU_SKIP_UPROBES=1 skips);
+#   4c. NVML links (docs/gpu.md "Links"): while cupti_bench's copies ran, the
+#      daemon's status must show nvml "ok" and, for some device, PCIe counters
+#      with a known maximum and at least the bytes the bench copied (the real
+#      driver's field ids 197/198 and the maxima; RT_GPU_SKIP_NVML=1 skips);
 #   5. prints a short table last. Needs root and one NVIDIA GPU; about 2-4 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -76,6 +80,29 @@ CUDA_INJECTION64_PATH=$lib REQTRACE_SOCKET=$inject REQTRACE_CUPTI_DEBUG=1 \
 	"$work/cupti_bench" "$work/bench.jsonl" 6 2>"$work/bench.err" ||
 	{ cat "$work/bench.err" >&2; die "cupti_bench failed"; }
 sleep 1 # the last watermark and the session's end reach the daemon
+nvml_rc=0
+if [ "${RT_GPU_SKIP_NVML:-0}" != 1 ]; then
+	echo "== NVML links after cupti_bench's copies"
+	sleep 2 # two more samples: the copies' bytes are inside the window
+	"$reqtrace" --socket "$control" status --json >"$work/status.json" || nvml_rc=1
+	python3 - "$work/status.json" "$work/bench.jsonl" <<'PY' || nvml_rc=1
+import json, sys
+st = json.load(open(sys.argv[1]))
+nv = st.get("nvml") or {}
+print("nvml:", json.dumps(nv))
+copied = 0
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    copied += int(r.get("bytes", 0) or 0) if r.get("op") in ("h2d", "d2h") else 0
+ok = nv.get("state") == "ok"
+pcie = [d["pcie"] for d in nv.get("devices", []) if d.get("pcie")]
+ok = ok and pcie and any(p["max_bytes_per_s"] for p in pcie)
+moved = max((p["tx_bytes"] + p["rx_bytes"] for p in pcie), default=0)
+print("nvml: state %s, PCIe bytes %d, bench copied %d" % (nv.get("state"), moved, copied))
+ok = ok and moved >= copied
+sys.exit(0 if ok else 1)
+PY
+fi
 stop_daemon
 cp "$work/rec.rtrace" "$work/bench.rtrace"
 
@@ -150,3 +177,4 @@ fi
 echo "== results (work files in $work)"
 python3 tests/gpu/cupti_check.py "$work/bench.rtrace" "$work/bench.jsonl" "${spans[@]}"
 [ "$gpu_uprobes_rc" = 0 ] || die "GPU uprobes section failed (table above, files in $work)"
+[ "$nvml_rc" = 0 ] || die "NVML links section failed (nvml lines above, $work/status.json)"

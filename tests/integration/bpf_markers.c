@@ -28,6 +28,7 @@ struct marker_api {
 	void (*begin)(const char *, enum rt_phase);
 	void (*end)(const char *, enum rt_phase);
 	void (*step_begin)(uint64_t, uint32_t, const char *const *);
+	void (*step_begin_tokens)(uint64_t, uint32_t, const char *const *, const uint32_t *);
 	void (*step_end)(uint64_t);
 	void (*bind)(const char *, const char *);
 };
@@ -45,9 +46,14 @@ static int load_api(struct marker_api *m)
 	m->end = (void (*)(const char *, enum rt_phase))dlsym(h, "rt_mark_end");
 	m->step_begin =
 		(void (*)(uint64_t, uint32_t, const char *const *))dlsym(h, "rt_mark_step_begin");
+	m->step_begin_tokens = (void (*)(uint64_t, uint32_t, const char *const *,
+					 const uint32_t *))dlsym(h, "rt_mark_step_begin_tokens");
 	m->step_end = (void (*)(uint64_t))dlsym(h, "rt_mark_step_end");
 	m->bind = (void (*)(const char *, const char *))dlsym(h, "rt_mark_bind");
-	return m->begin && m->end && m->step_begin && m->step_end && m->bind ? 0 : -1;
+	return m->begin && m->end && m->step_begin && m->step_begin_tokens && m->step_end &&
+			       m->bind ?
+		       0 :
+		       -1;
 }
 
 static int engine(struct rt_test_child *ch, void *arg)
@@ -56,6 +62,8 @@ static int engine(struct rt_test_child *ch, void *arg)
 			       "req-ccccccccccccccccccccccccccccccccccccccccccccccc"
 			       "ccccccccccccccccccccccc-too-long" };
 	const char *many[BIG_STEP];
+	const char *tok_ids[2] = { "req-p", "req-d" };
+	const uint32_t toks[2] = { 300, 1 };
 	struct marker_api m;
 	pid_t tid = gettid();
 	int i;
@@ -71,6 +79,9 @@ static int engine(struct rt_test_child *ch, void *arg)
 	m.step_begin(42, 3, ids);
 	m.step_end(42);
 	m.bind("engine-7", "req-a");
+	/* continuous batching: a 300-token prefill beside a 1-token decode */
+	m.step_begin_tokens(44, 2, tok_ids, toks);
+	m.step_end(44);
 	m.step_begin(43, BIG_STEP, many);
 	m.step_end(43);
 	return write(ch->child_out_fd, &tid, sizeof(tid)) == sizeof(tid) ? 0 : 11;
@@ -98,7 +109,7 @@ static void test_markers(void **state)
 	struct rt_test_child ch;
 	struct rt_bpf_stats st;
 	struct rt_collect c;
-	__u64 step_ts = 0;
+	__u64 step_ts = 0, tok_ts = 0;
 	pid_t tid = 0;
 	__u32 pid;
 	size_t i, n;
@@ -131,7 +142,7 @@ static void test_markers(void **state)
 	for (i = 0; i < c.n; i++) {
 		const struct rt_event_hdr *h = c.recs[i];
 
-		if (h->kind >= RT_EV_MARK_BEGIN && h->kind <= RT_EV_MARK_BIND) {
+		if (h->kind >= RT_EV_MARK_BEGIN && h->kind <= RT_EV_MARK_STEP_TOKENS) {
 			assert_int_equal(h->pid, pid);
 			assert_int_equal(h->tid, tid);
 		}
@@ -152,15 +163,33 @@ static void test_markers(void **state)
 	assert_true(hs[0]->ts_ns > 0);
 
 	n = rt_collect_find(&c, RT_EV_MARK_STEP_BEGIN, pid, hs, 4);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, 3);
 	assert_int_equal(((const struct rt_ev_mark_step *)hs[0])->step_id, 42);
 	assert_int_equal(((const struct rt_ev_mark_step *)hs[0])->n_requests, 3);
-	assert_int_equal(((const struct rt_ev_mark_step *)hs[1])->step_id, 43);
-	assert_int_equal(((const struct rt_ev_mark_step *)hs[1])->n_requests, BIG_STEP);
+	assert_int_equal(((const struct rt_ev_mark_step *)hs[1])->step_id, 44);
+	assert_int_equal(((const struct rt_ev_mark_step *)hs[1])->n_requests, 2);
+	tok_ts = hs[1]->ts_ns;
+	assert_int_equal(((const struct rt_ev_mark_step *)hs[2])->step_id, 43);
+	assert_int_equal(((const struct rt_ev_mark_step *)hs[2])->n_requests, BIG_STEP);
 	step_ts = hs[0]->ts_ns;
 
+	/* rt_mark_step_begin_tokens: each member, then its count, at the step's time */
+	n = rt_collect_find(&c, RT_EV_MARK_STEP_TOKENS, pid, hs, 4);
+	assert_int_equal(n, 2);
+	for (i = 0; i < 2; i++) {
+		const struct rt_ev_mark_step_tokens *e = (const void *)hs[i];
+
+		assert_int_equal(e->step_id, 44);
+		assert_int_equal(e->index, i);
+		assert_int_equal(e->tokens, i ? 1 : 300);
+		assert_int_equal(e->hdr.ts_ns, tok_ts);
+		assert_int_equal(e->hdr.tid, tid);
+	}
+
 	n = rt_collect_find(&c, RT_EV_MARK_STEP_MEMBER, pid, hs, BIG_STEP + 8);
-	assert_int_equal(n, 3 + RT_MARK_STEP_MAX);
+	assert_int_equal(n, 3 + 2 + RT_MARK_STEP_MAX);
+	assert_string_equal(((const struct rt_ev_mark_step *)hs[3])->request_id, "req-p");
+	assert_string_equal(((const struct rt_ev_mark_step *)hs[4])->request_id, "req-d");
 	for (i = 0; i < 3; i++) {
 		const struct rt_ev_mark_step *e = (const void *)hs[i];
 
@@ -174,7 +203,7 @@ static void test_markers(void **state)
 	assert_int_equal(strlen(((const struct rt_ev_mark_step *)hs[2])->request_id),
 			 RT_ID_LEN - 1);
 	for (i = 0; i < RT_MARK_STEP_MAX; i++) {
-		const struct rt_ev_mark_step *e = (const void *)hs[3 + i];
+		const struct rt_ev_mark_step *e = (const void *)hs[5 + i];
 
 		assert_int_equal(e->step_id, 43);
 		assert_int_equal(e->index, i);
@@ -192,7 +221,7 @@ static void test_markers(void **state)
 	}
 
 	n = rt_collect_find(&c, RT_EV_MARK_STEP_END, pid, hs, 4);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, 3);
 	assert_int_equal(((const struct rt_ev_mark_step *)hs[0])->step_id, 42);
 
 	n = rt_collect_find(&c, RT_EV_MARK_BIND, pid, hs, 4);

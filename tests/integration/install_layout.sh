@@ -107,7 +107,7 @@ int main(void)
 {
 	rt_mark_begin("r1", RT_PHASE_QUEUE);
 	rt_mark_end("r1", RT_PHASE_QUEUE);
-	return RT_MARKER_ABI_VERSION == 1 ? 0 : 1;
+	return RT_MARKER_ABI_VERSION == 2 ? 0 : 1;
 }
 C
 if cc -std=c11 -Wall -Werror -I"$prefix/include" "$tmp/m.c" -L"$prefix/$libdir" \

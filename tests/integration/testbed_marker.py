@@ -17,7 +17,7 @@ import sys
 import testbed_common as tc
 
 SYMBOLS = {"rt_mark_begin", "rt_mark_end", "rt_mark_step_begin", "rt_mark_step_end",
-           "rt_mark_bind", "rt_mark_abi_version"}
+           "rt_mark_bind", "rt_mark_abi_version", "rt_mark_step_begin_tokens"}
 RECEIVE, QUEUE, TOKENIZE, PREFILL, PRE_FIRST, DECODE, COMM_WAIT, POSTPROCESS = range(8)
 # A marker and its truth stamp are a few calls apart; the slack covers a
 # preemption between them on a busy machine (the order checks are exact).
@@ -47,12 +47,14 @@ def check_python_module(d):
     rec = os.path.join(d, "py-markers.txt")
     code = (
         "import reqtrace_marker as rm\n"
-        "assert rm.AVAILABLE and rm.abi_version() == 1, rm.abi_version()\n"
+        "assert rm.AVAILABLE and rm.abi_version() == 2, rm.abi_version()\n"
         "with rm.phase('py-1', rm.TOKENIZE):\n"
         "    pass\n"
         "with rm.step(7, ['py-1', b'py-2']):\n"
         "    pass\n"
         "rm.bind('eng-9', 'py-1')\n"
+        "rm.step_begin_tokens(8, ['py-1', 'py-2'], [300, 1])\n"
+        "rm.step_end(8)\n"
         "print('calls ok')\n"
     )
     env = dict(os.environ, PYTHONPATH=os.path.join(tc.SRC, "src", "marker", "python"))
@@ -66,7 +68,8 @@ def check_python_module(d):
     lines = [l.split()[2:] for l in open(rec)] if os.path.exists(rec) else []
     want = [["begin", "py-1", str(TOKENIZE)], ["end", "py-1", str(TOKENIZE)],
             ["step_begin", "7", "2", "py-1", "py-2"], ["step_end", "7"],
-            ["bind", "eng-9", "py-1"]]
+            ["bind", "eng-9", "py-1"], ["step_begin_tokens", "8", "2", "py-1:300", "py-2:1"],
+            ["step_end", "8"]]
     tc.check(p.returncode == 0 and lines == want, "python module passes its arguments (%s)"
              % lines)
     env["REQTRACE_MARKER_LIB"] = "/nonexistent/libreqtrace_marker.so"

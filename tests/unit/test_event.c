@@ -46,6 +46,7 @@ static void test_body_sizes(void **state)
 	SIZE_IS(struct rt_ev_mark, 96);
 	SIZE_IS(struct rt_ev_mark_step, 104);
 	SIZE_IS(struct rt_ev_mark_bind, 152);
+	SIZE_IS(struct rt_ev_mark_step_tokens, 40);
 	SIZE_IS(struct rt_ev_cuda_api, 72);
 	SIZE_IS(struct rt_ev_nccl, 72);
 	SIZE_IS(struct rt_ev_gpu_kernel, 152);

@@ -289,6 +289,9 @@ static void test_comm_wait(void **state)
 	assert_int_equal(s->gpu.sync_wait_ns, 3 * MS + 4 * MS + 1 * MS + 2 * MS + 1 * MS + 10000);
 	assert_int_equal(s->phase_ns[RT_PHASE_COMM_WAIT], 4 * MS + 2 * MS + 1 * MS);
 	assert_int_equal(s->phase_source[RT_PHASE_COMM_WAIT], RT_PSRC_PROBE);
+	/* four collectives of 1024 int8 each; group start and end move nothing */
+	assert_int_equal(s->gpu.nccl_bytes, 4 * 1024);
+	assert_int_equal(s->gpu.split, RT_GPU_SPLIT_ENGINE_SET);
 	rt_gpu_stats(c, &st);
 	assert_int_equal(st.attributed, st.records);
 	assert_int_equal(st.invalid, 0);

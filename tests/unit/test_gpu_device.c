@@ -234,6 +234,43 @@ static void step(uint16_t kind, uint64_t ts, uint64_t id, uint32_t n, uint32_t i
 	rt_correlator__event(c, &e.hdr, false);
 }
 
+/* A uprobe record of the engine thread (an enqueue at its entry). */
+static void uprobe(uint16_t kind, uint64_t ts, uint16_t cls, uint64_t bytes, uint8_t copy_kind)
+{
+	struct rt_ev_cuda_api e = { 0 };
+
+	hdr(&e.hdr, kind, sizeof(e), ts, PID, ENGINE, 1);
+	e.enter_ns = ts;
+	e.api_class = cls;
+	e.bytes = bytes;
+	e.copy_kind = copy_kind;
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+/* The token count of the member just listed (rt_mark_step_begin_tokens). */
+static void step_tokens(uint64_t ts, uint64_t id, uint32_t idx, uint32_t tokens)
+{
+	struct rt_ev_mark_step_tokens e = { 0 };
+
+	hdr(&e.hdr, RT_EV_MARK_STEP_TOKENS, sizeof(e), ts, PID, ENGINE, 1);
+	e.step_id = id;
+	e.index = idx;
+	e.tokens = tokens;
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+/* rt_mark_begin/end(id, phase) on the handler thread. */
+static void mark(uint16_t kind, uint64_t ts, const char *id, uint32_t phase)
+{
+	struct rt_ev_mark e = { 0 };
+
+	hdr(&e.hdr, kind, sizeof(e), ts, PID, HANDLER, 1);
+	e.phase = phase;
+	e.id_len = (uint32_t)strlen(id);
+	snprintf(e.request_id, sizeof(e.request_id), "%s", id);
+	rt_correlator__event(c, &e.hdr, false);
+}
+
 /* A plain record that moves the correlator's clock (nothing of ours). */
 static void tick(uint64_t ts)
 {
@@ -414,7 +451,10 @@ static void test_sources(void **state)
 	respond(t + 6 * MS, PID2, 8);
 	assert_int_equal(span_of("A")->gpu.kernel_ns, 1 * MS);
 	assert_int_equal(span_of("X")->gpu.kernel_ns, 3 * MS);
-	assert_int_equal(stats()->n_busy, 2);
+	/* both processes' kernels ran on device 0: one union, [2, 5) ms */
+	assert_int_equal(stats()->n_busy, 1);
+	assert_int_equal(stats()->busy[0].processes, 2);
+	assert_int_equal(stats()->busy[0].busy_total_ns, 3 * MS);
 }
 
 /* Nobody to charge, requests gone, malformed records: counted, never charged. */
@@ -546,6 +586,149 @@ static void test_owner_sets_bounded(void **state)
 	assert_int_equal(span_of(id)->gpu.kernel_ns, 1000);
 }
 
+/*
+ * Continuous batching: one step, A prefilling 300 tokens and B decoding 1.
+ * The step's kernels and copies are split 300:1, each keeps the whole step
+ * time beside its share; C, waiting in the queue, gets none.
+ */
+static void test_step_tokens(void **state)
+{
+	const struct rt_span *a, *b, *cc;
+	uint64_t t = T0 + 10 * MS;
+
+	(void)state;
+	request(t, PID, 7, "A");
+	request(t + 1 * US, PID, 8, "B");
+	request(t + 2 * US, PID, 9, "C");
+	mark(RT_EV_MARK_BEGIN, t + 3 * US, "C", RT_PHASE_QUEUE);
+	step(RT_EV_MARK_STEP_BEGIN, t + 1 * MS, 1, 2, 0, NULL);
+	step(RT_EV_MARK_STEP_MEMBER, t + 1 * MS, 1, 2, 0, "A");
+	step_tokens(t + 1 * MS, 1, 0, 300);
+	step(RT_EV_MARK_STEP_MEMBER, t + 1 * MS, 1, 2, 1, "B");
+	step_tokens(t + 1 * MS, 1, 1, 1);
+	uprobe(RT_EV_CUDA_API_ENTER, t + 2 * MS, RT_CUDA_MEMCPY_ASYNC, 301 * 4, RT_COPY_H2D);
+	uprobe(RT_EV_CUDA_API_ENTER, t + 2 * MS + 6 * US, RT_CUDA_LAUNCH, 0, 0);
+	driver(t + 2 * MS, t + 2 * MS + 5 * US, RT_CUDA_MEMCPY_ASYNC, 1);
+	driver(t + 2 * MS + 6 * US, t + 2 * MS + 9 * US, RT_CUDA_LAUNCH, 2);
+	copy(t + 2 * MS + 10 * US, t + 2 * MS + 10 * US + 301 * US, 1, RT_COPY_H2D);
+	kernel(t + 3 * MS, t + 3 * MS + 3010 * US, 2); /* 3.01 ms: 3.0 and 0.01 */
+	step(RT_EV_MARK_STEP_END, t + 7 * MS, 1, 2, 0, NULL);
+	respond(t + 8 * MS, PID, 7);
+	respond(t + 8 * MS, PID, 8);
+	mark(RT_EV_MARK_END, t + 8 * MS, "C", RT_PHASE_QUEUE);
+	respond(t + 9 * MS, PID, 9);
+	a = span_of("A");
+	b = span_of("B");
+	cc = span_of("C");
+	assert_int_equal(a->gpu.kernel_ns, 3000 * US);
+	assert_int_equal(b->gpu.kernel_ns, 10 * US);
+	assert_int_equal(a->gpu.memcpy_ns, 300 * US);
+	assert_int_equal(b->gpu.memcpy_ns, 1 * US);
+	assert_int_equal(a->gpu.split, RT_GPU_SPLIT_TOKENS);
+	assert_int_equal(b->gpu.split, RT_GPU_SPLIT_TOKENS);
+	assert_int_equal(a->gpu.step_ns, 3010 * US + 301 * US);
+	assert_int_equal(b->gpu.step_ns, 3010 * US + 301 * US);
+	/* the uprobe view of the same step: token ids copied, 4 bytes a token */
+	assert_int_equal(a->gpu.h2d_bytes, 1200);
+	assert_int_equal(b->gpu.h2d_bytes, 4);
+	assert_int_equal(a->gpu.launches + b->gpu.launches, 1);
+	assert_false(cc->gpu.present);
+	assert_int_equal(stats()->dev_orphan_ns, 0);
+	assert_int_equal(stats()->dev_unattributed_ns, 0);
+}
+
+/* A step without token counts (rt_mark_step_begin) splits equally: "members". */
+static void test_step_members(void **state)
+{
+	uint64_t t = T0 + 10 * MS;
+
+	(void)state;
+	request(t, PID, 7, "A");
+	request(t + 1 * US, PID, 8, "B");
+	step(RT_EV_MARK_STEP_BEGIN, t + 1 * MS, 1, 2, 0, NULL);
+	step(RT_EV_MARK_STEP_MEMBER, t + 1 * MS, 1, 2, 0, "A");
+	step_tokens(t + 1 * MS, 1, 0, 300);
+	step(RT_EV_MARK_STEP_MEMBER, t + 1 * MS, 1, 2, 1, "B");
+	/* B's count never came: the counts are not whole, equal split */
+	driver(t + 2 * MS, t + 2 * MS + 5 * US, RT_CUDA_LAUNCH, 1);
+	kernel(t + 3 * MS, t + 5 * MS, 1);
+	step(RT_EV_MARK_STEP_END, t + 6 * MS, 1, 2, 0, NULL);
+	respond(t + 7 * MS, PID, 7);
+	respond(t + 7 * MS, PID, 8);
+	assert_int_equal(span_of("A")->gpu.kernel_ns, 1 * MS);
+	assert_int_equal(span_of("B")->gpu.kernel_ns, 1 * MS);
+	assert_int_equal(span_of("A")->gpu.split, RT_GPU_SPLIT_MEMBERS);
+	assert_int_equal(span_of("A")->gpu.step_ns, 2 * MS);
+}
+
+/*
+ * Zero-code, the engine set: every received, unfinished request of the
+ * group, but a request known to be queued (an open QUEUE marker) gets none.
+ */
+static void test_engine_set_queued(void **state)
+{
+	uint64_t t = T0 + 10 * MS;
+
+	(void)state;
+	request(t, PID, 7, "A");
+	request(t + 1 * US, PID, 8, "B");
+	request(t + 2 * US, PID, 9, "Q");
+	mark(RT_EV_MARK_BEGIN, t + 3 * US, "Q", RT_PHASE_QUEUE);
+	driver(t + 2 * MS, t + 2 * MS + 5 * US, RT_CUDA_LAUNCH, 1);
+	kernel(t + 3 * MS, t + 5 * MS, 1);
+	mark(RT_EV_MARK_END, t + 6 * MS, "Q", RT_PHASE_QUEUE);
+	respond(t + 7 * MS, PID, 7);
+	respond(t + 7 * MS, PID, 8);
+	respond(t + 7 * MS, PID, 9);
+	assert_int_equal(span_of("A")->gpu.kernel_ns, 1 * MS);
+	assert_int_equal(span_of("B")->gpu.kernel_ns, 1 * MS);
+	assert_int_equal(span_of("A")->gpu.split, RT_GPU_SPLIT_ENGINE_SET);
+	assert_int_equal(span_of("A")->gpu.step_ns, 2 * MS);
+	assert_false(span_of("Q")->gpu.present);
+}
+
+/*
+ * GPU busy is per device, the union over streams and processes: two
+ * overlapping streams of one process, and a second process on the same
+ * device, count once; the other device apart.
+ */
+static void test_busy_union(void **state)
+{
+	struct rt_gpu_stats *st;
+	uint64_t base = 100 * S;
+	struct rt_ev_gpu_kernel k = { 0 };
+
+	(void)state;
+	/* PID, streams 7 and 13: [0, 400) and [300, 600) ms: 600 ms */
+	hdr(&k.hdr, RT_EV_GPU_KERNEL, sizeof(k), base, PID, 0, SRC);
+	k.end_ns = base + 400 * MS;
+	k.stream = 7;
+	rt_correlator__event(c, &k.hdr, false);
+	k.hdr.ts_ns = base + 300 * MS;
+	k.end_ns = base + 600 * MS;
+	k.stream = 13;
+	rt_correlator__event(c, &k.hdr, false);
+	/* PID2 on device 0 too: [500, 800) ms overlaps: the union grows to 800 ms;
+	 * then [900, 1000) alone: 100 ms more */
+	kernel_src(base + 500 * MS, base + 800 * MS, PID2, SRC2, 0, 0);
+	kernel_src(base + 900 * MS, base + 1000 * MS, PID2, SRC2, 0, 0);
+	/* PID on device 1 at the same time: its own 200 ms */
+	kernel_src(base + 100 * MS, base + 300 * MS, PID, SRC, 0, 1);
+	tick(base + 2 * S - 1);
+	st = stats();
+	assert_int_equal(st->n_busy, 2);
+	assert_int_equal(st->busy[0].device, 0);
+	assert_int_equal(st->busy[0].processes, 2);
+	assert_int_equal(st->busy[0].pid, PID);
+	assert_int_equal(st->busy[0].kernels, 4);
+	assert_int_equal(st->busy[0].busy_ns, 900 * MS);
+	assert_int_equal(st->busy[0].busy_total_ns, 900 * MS);
+	assert_int_equal(st->busy[1].device, 1);
+	assert_int_equal(st->busy[1].processes, 1);
+	assert_int_equal(st->busy[1].busy_ns, 200 * MS);
+	assert_int_equal(st->busy_late, 0);
+}
+
 /* Busy time is the union of kernel intervals per device, per second, over the window. */
 static void test_busy(void **state)
 {
@@ -619,6 +802,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_owner_sets_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_busy_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_step_tokens, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_step_members, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_set_queued, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_union, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -264,6 +264,7 @@ static void test_counters(void **state)
 	struct rt_prom_kv ev[] = { { "bpf", 10 }, { "daemon", 2 } };
 	struct rt_prom_kv dr[] = { { "bpf_ring", 0 }, { "store_evicted", 7 } };
 	struct rt_prom_gpu gpu[] = { { .pid = 42, .device = 1, .busy_ns = 1500000000 } };
+	struct rt_prom_link links[] = { { 0, "pcie", 4096, 512 }, { 0, "nvlink", 0, 1048576 } };
 	struct rt_prom_extra x = { .events = ev, .n_events = 2, .drops = dr, .n_drops = 2 };
 	char *t;
 
@@ -280,7 +281,17 @@ static void test_counters(void **state)
 	x.gpu_known = 1;
 	t = render(p, &x);
 	check_format(t);
-	assert_true(value_of(t, "reqtrace_gpu_busy_seconds_total{device=\"1\",pid=\"42\"}") == 1.5);
+	assert_true(value_of(t, "reqtrace_gpu_busy_seconds_total{device=\"1\"}") == 1.5);
+	assert_null(strstr(t, "reqtrace_gpu_link_bytes_total"));
+	free(t);
+	x.links = links;
+	x.n_links = 2;
+	t = render(p, &x);
+	check_format(t);
+	assert_true(value_of(t, "reqtrace_gpu_link_bytes_total{device=\"0\",link=\"pcie\","
+				"direction=\"tx\"}") == 4096);
+	assert_true(value_of(t, "reqtrace_gpu_link_bytes_total{device=\"0\",link=\"nvlink\","
+				"direction=\"rx\"}") == 1048576);
 	free(t);
 	rt_prom__free(p);
 }

@@ -108,6 +108,50 @@ static void test_round_trip(void **state)
 	rt_jsonw_fini(&w);
 }
 
+/* The gpu object: how the share was decided and the whole step time beside it. */
+static void test_gpu_split(void **state)
+{
+	struct rt_jsonw w;
+	struct rt_span s, back;
+
+	(void)state;
+	sample(&s);
+	s.gpu.present = true;
+	s.gpu.kernel_ns = 3000000;
+	s.gpu.memcpy_ns = 0;
+	s.gpu.launches = 4;
+	s.gpu.h2d_bytes = 1200;
+	s.gpu.sync_wait_ns = 3500000;
+	s.gpu.split = RT_GPU_SPLIT_TOKENS;
+	s.gpu.step_ns = 3010000;
+	s.gpu.nccl_bytes = 262144;
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"launches\":4,\"nccl_bytes\":262144,"
+						 "\"split\":\"tokens\","
+						 "\"step_ms\":3.010}"));
+	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
+	assert_int_equal(back.gpu.split, RT_GPU_SPLIT_TOKENS);
+	assert_int_equal(back.gpu.step_ns, 3010000);
+	assert_int_equal(back.gpu.nccl_bytes, 262144);
+	assert_int_equal(back.gpu.kernel_ns, 3000000);
+	rt_jsonw_fini(&w);
+	/* no device records, no rule known: both null */
+	s.gpu.split = RT_GPU_SPLIT_NONE;
+	s.gpu.step_ns = RT_NULL_NS;
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"split\":null,\"step_ms\":null}"));
+	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
+	assert_int_equal(back.gpu.split, RT_GPU_SPLIT_NONE);
+	assert_int_equal(back.gpu.step_ns, RT_NULL_NS);
+	rt_jsonw_fini(&w);
+	assert_string_equal(rt_gpu_split_name(RT_GPU_SPLIT_ENGINE_SET), "engine_set");
+	assert_int_equal(rt_gpu_split_parse("members"), RT_GPU_SPLIT_MEMBERS);
+	assert_int_equal(rt_gpu_split_parse("bogus"), RT_GPU_SPLIT_NONE);
+	assert_null(rt_gpu_split_name(RT_GPU_SPLIT__COUNT));
+}
+
 /* A span with a timeline: two phase intervals, two slices (one shared). */
 static void timeline_sample(struct rt_span *s)
 {
@@ -275,6 +319,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_and_nulls),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_gpu_split),
 		cmocka_unit_test(test_timeline),
 		cmocka_unit_test(test_writer_escapes_and_bounds),
 		cmocka_unit_test(test_store),

@@ -33,7 +33,7 @@ OTHER = 8
 STEP_MAX = 256  # RT_MARK_STEP_MAX: ids past this do not reach the tracer
 ID_MAX = 63  # bytes of an id the probe reads
 
-ABI_VERSION = 1
+ABI_VERSION = 1  # the oldest library it works with (2 adds step_begin_tokens)
 
 
 def _load():
@@ -60,6 +60,14 @@ def _load():
             ctypes.POINTER(ctypes.c_char_p),
         ]
         lib.rt_mark_step_begin.restype = None
+        if hasattr(lib, "rt_mark_step_begin_tokens"):  # ABI 2
+            lib.rt_mark_step_begin_tokens.argtypes = [
+                ctypes.c_uint64,
+                ctypes.c_uint32,
+                ctypes.POINTER(ctypes.c_char_p),
+                ctypes.POINTER(ctypes.c_uint32),
+            ]
+            lib.rt_mark_step_begin_tokens.restype = None
         lib.rt_mark_step_end.argtypes = [ctypes.c_uint64]
         lib.rt_mark_step_end.restype = None
         lib.rt_mark_bind.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
@@ -106,6 +114,20 @@ def step_begin(step_id, request_ids):
     ids = [_b(i) for i in request_ids]
     arr = (ctypes.c_char_p * max(len(ids), 1))(*ids)
     _lib.rt_mark_step_begin(int(step_id), len(ids), arr)
+
+
+def step_begin_tokens(step_id, request_ids, tokens):
+    """step_begin, with the tokens each request advances in the step (GPU time is split by
+    them); a library older than ABI 2 gets a plain step_begin."""
+    if not _lib:
+        return
+    if not hasattr(_lib, "rt_mark_step_begin_tokens"):
+        step_begin(step_id, request_ids)
+        return
+    ids = [_b(i) for i in request_ids]
+    arr = (ctypes.c_char_p * max(len(ids), 1))(*ids)
+    tok = (ctypes.c_uint32 * max(len(ids), 1))(*[int(t) for t in tokens][:len(ids)])
+    _lib.rt_mark_step_begin_tokens(int(step_id), len(ids), arr, tok)
 
 
 def step_end(step_id):

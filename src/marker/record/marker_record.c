@@ -98,6 +98,19 @@ API void rt_mark_step_begin(uint64_t step_id, uint32_t n, const char *const *req
 	end_line();
 }
 
+API void rt_mark_step_begin_tokens(uint64_t step_id, uint32_t n, const char *const *request_ids,
+				   const uint32_t *tokens)
+{
+	uint32_t i;
+
+	if (!begin_line("step_begin_tokens"))
+		return;
+	fprintf(out, " %llu %u", (unsigned long long)step_id, n);
+	for (i = 0; i < n && i < RT_MARK_STEP_MAX && request_ids; i++)
+		fprintf(out, " %s:%u", str(request_ids[i]), tokens ? tokens[i] : 0);
+	end_line();
+}
+
 API void rt_mark_step_end(uint64_t step_id)
 {
 	if (!begin_line("step_end"))

@@ -11,15 +11,24 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <reqtrace/span.h> /* enum rt_gpu_split */
+
 #define RT_GPU_SHARE_MAX 256 /* requests one GPU call is shared among */
 #define RT_GPU_WAIT_MAX_NS (3600ULL * 1000000000ULL) /* longer timed calls are clamped */
 
-#define RT_GPU_BUSY_DEVICES_MAX 32 /* (process, device) pairs with a busy series */
+#define RT_GPU_BUSY_DEVICES_MAX 32 /* devices with a busy series */
+#define RT_GPU_BUSY_PIDS_MAX 16 /* processes remembered per device (for `processes`) */
 #define RT_GPU_BUSY_WINDOW_S 60 /* seconds of per-second busy time kept */
 
-/* GPU busy time of one device over the last RT_GPU_BUSY_WINDOW_S seconds. */
+/*
+ * GPU busy time of one device over the last RT_GPU_BUSY_WINDOW_S seconds:
+ * the union of the kernel intervals of every stream of every process that
+ * ran kernels on it (the device is CUPTI's device id, the CUDA ordinal).
+ */
 struct rt_gpu_busy {
-	uint32_t pid, device;
+	uint32_t pid; /* the first process seen running kernels on the device */
+	uint32_t device;
+	uint32_t processes; /* distinct processes seen on it (counted up to RT_GPU_BUSY_PIDS_MAX) */
 	uint64_t
 		window_ns; /* the window: up to RT_GPU_BUSY_WINDOW_S s, less since the first kernel */
 	uint64_t busy_ns; /* union of kernel intervals inside it */
@@ -64,7 +73,40 @@ struct rt_gpu_stats {
 	struct rt_gpu_busy busy[RT_GPU_BUSY_DEVICES_MAX];
 };
 
+#define RT_GPU_LINKS_MAX 32 /* (device, link type) pairs with link samples */
+#define RT_GPU_LINK_RING 64 /* samples kept per link (the daemon reads NVML every second) */
+
+/*
+ * PCIe or NVLink traffic of one device from NVML's counters (LINK_SAMPLE
+ * records, src/sources/nvml.c; docs/gpu.md "Links"): for the verdict's
+ * transfer_bound and `reqtrace status`.
+ */
+struct rt_gpu_link {
+	uint32_t device; /* NVML device index */
+	uint32_t link_type; /* enum rt_link_type: RT_LINK_PCIE, RT_LINK_NVLINK */
+	uint64_t max_bps; /* bytes/s per direction the link can carry; 0 unknown */
+	uint64_t samples;
+	uint64_t first_ns, last_ns; /* first and newest sample */
+	uint64_t tx_total, rx_total; /* bytes between them */
+	/* over the last RT_GPU_BUSY_WINDOW_S seconds of merged time */
+	uint64_t window_ns; /* from the oldest sample in it to the newest; 0: one sample */
+	uint64_t tx_bytes, rx_bytes;
+	double tx_bps, rx_bps; /* bytes/s */
+	double util; /* max(tx_bps, rx_bps) / max_bps; -1 when max_bps is unknown */
+	double util_peak; /* the highest between two consecutive samples; -1 unknown */
+};
+
+struct rt_gpu_links {
+	uint32_t n;
+	uint64_t records; /* LINK_SAMPLE records applied */
+	uint64_t refused; /* invalid (counters going back, bad type) or beyond the table */
+	struct rt_gpu_link link[RT_GPU_LINKS_MAX];
+};
+
 struct rt_correlator;
+
+/* PCIe and NVLink traffic per device as of the newest record applied. */
+void rt_gpu_links(const struct rt_correlator *c, struct rt_gpu_links *out);
 
 /*
  * Counters of gpu.c and gpu_device.c for `reqtrace status` and tests, with
@@ -74,7 +116,8 @@ struct rt_correlator;
 void rt_gpu_stats(const struct rt_correlator *c, struct rt_gpu_stats *st);
 
 /*
- * Per-second busy time of device `device` of process pid: fills busy_ns[]
+ * Per-second busy time of device `device` (all its processes; pid is not
+ * used, kept for callers written when busy time was per process): fills busy_ns[]
  * with up to max seconds, oldest first, ending with the second of the
  * newest record applied; *first_sec (may be NULL) gets the first one's
  * second (CLOCK_MONOTONIC ns / 1e9). Returns how many were filled, 0 for a

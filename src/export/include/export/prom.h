@@ -29,11 +29,18 @@ struct rt_prom_kv {
 	uint64_t value;
 };
 
-/* Busy time of one device of one process, since its first kernel. */
+/* Busy time of one device (all its processes), since its first kernel. */
 struct rt_prom_gpu {
-	uint32_t pid;
+	uint32_t pid; /* the first process seen on it: not a label */
 	uint32_t device;
 	uint64_t busy_ns;
+};
+
+/* Bytes through one GPU link since the first NVML sample (docs/gpu.md, "Links"). */
+struct rt_prom_link {
+	uint32_t device;
+	const char *link; /* "pcie", "nvlink" */
+	uint64_t tx_bytes, rx_bytes;
 };
 
 /* Daemon state read at scrape time; any array may be NULL with n 0. */
@@ -49,6 +56,8 @@ struct rt_prom_extra {
 	uint32_t n_gpu;
 	/* gpu busy time is reported at all (CUPTI or GPU probes present) */
 	int gpu_known;
+	const struct rt_prom_link *links; /* NVML link bytes; left out with none */
+	uint32_t n_links;
 };
 
 /* NULL with errno set. */
