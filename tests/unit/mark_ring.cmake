@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# test_mark_ring drives the marker library's ring producer and record
+# writers (src/marker/mring.c, mwrite.c: libc only) against the daemon's
+# consumer (sources/mark_ring.h) on plain memory, many threads at once.
+# test_mark_shm runs the real library against an in-process inject server.
+if(TARGET test_mark_ring)
+	target_sources(test_mark_ring PRIVATE
+		${CMAKE_SOURCE_DIR}/src/marker/mring.c ${CMAKE_SOURCE_DIR}/src/marker/mwrite.c)
+	rt_test_private(test_mark_ring marker)
+	target_link_libraries(test_mark_ring PRIVATE Threads::Threads)
+endif()
+if(TARGET test_mark_shm)
+	target_link_libraries(test_mark_shm PRIVATE reqtrace_marker Threads::Threads)
+endif()
