@@ -155,6 +155,10 @@ static void status_inject(struct rt_daemon *d, struct rt_jsonw *w)
 		key_u64(w, "invalid", info[i].invalid);
 		key_u64(w, "lost", info[i].lost + info[i].lost_unconnected);
 		key_u64(w, "watermark_ns", info[i].watermark_ns);
+		/* a marker library's ring (docs/markers.md) rather than CUPTI's */
+		rt_jsonw_key(w, "role");
+		rt_jsonw_str_val(w, info[i].role == RT_INJECT_ROLE_MARKER ? "marker" : "cupti");
+		key_u64(w, "late", info[i].late);
 		rt_jsonw_obj_close(w);
 	}
 	rt_jsonw_arr_close(w);
@@ -245,6 +249,9 @@ void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 		fn(ctx, "inject_invalid", is.invalid);
 		fn(ctx, "inject_lost", is.lost);
 		fn(ctx, "inject_rings_dropped", is.framing);
+		fn(ctx, "marker_shm_late", is.mark_late);
+		fn(ctx, "marker_shm_invalid", is.mark_invalid);
+		fn(ctx, "marker_shm_stalled", is.mark_stalled);
 	}
 	fn(ctx, "stalled_sources", d->stalled_sources);
 	fn(ctx, "recording_errors", d->rec_errors);

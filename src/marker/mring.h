@@ -37,8 +37,7 @@ struct rt_mring_slot {
 int rt_mring_reserve(const struct rt_mring *r, __u32 len, __u32 records, struct rt_mring_slot *s);
 
 /* Publishes a filled slot (release order: the records before the commit). */
-void rt_mring_commit(const struct rt_mring *r, struct rt_mring_slot *s, __u32 len,
-		     __u32 records);
+void rt_mring_commit(const struct rt_mring *r, struct rt_mring_slot *s, __u32 len, __u32 records);
 
 /*
  * Checks a mapped ring header against the WELCOME geometry and fills r.

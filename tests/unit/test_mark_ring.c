@@ -428,10 +428,14 @@ static void test_many_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layout),	      cmocka_unit_test(test_records),
-		cmocka_unit_test(test_step_trunc),    cmocka_unit_test(test_wraparound),
-		cmocka_unit_test(test_full),	      cmocka_unit_test(test_uncommitted),
-		cmocka_unit_test(test_watermark_order), cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_records),
+		cmocka_unit_test(test_step_trunc),
+		cmocka_unit_test(test_wraparound),
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_uncommitted),
+		cmocka_unit_test(test_watermark_order),
+		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_many_threads),
 	};
 
