@@ -16,9 +16,10 @@
  * parent's ring at all; the child handler clears the pointer, the socket
  * and the state, and the child's first marker call starts its own session.
  *
- * REQTRACE_MARKER_SHM: "0" never connects (uprobes only); "1" connects but
- * drops calls made while no ring is attached (tests use it to prove the
- * ring carried every record); unset: connect, fall back to uprobes.
+ * REQTRACE_MARKER_SHM: "0" never connects (uprobes only); "1" connects as
+ * the library loads and drops calls made while no ring is attached (tests
+ * use it to prove the ring carried every record); unset: connect at the
+ * first call, fall back to uprobes meanwhile.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -219,6 +220,15 @@ static int start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return err;
+}
+
+/* REQTRACE_MARKER_SHM=1 connects at load: a ring before the first call */
+__attribute__((constructor)) static void start_early(void)
+{
+	const char *mode = getenv("REQTRACE_MARKER_SHM");
+
+	if (mode && !strcmp(mode, "1"))
+		rt_mark_start();
 }
 
 void rt_mark_start(void)
