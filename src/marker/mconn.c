@@ -39,8 +39,10 @@
 
 #define HANDSHAKE_MS 500
 #define RETRY_MIN_MS 250
-#define RETRY_MAX_MS                                                                               \
-	4000 /* a daemon started later, or a target added later, finds us within this */
+/* a daemon started later finds us within this */
+#define RETRY_MAX_MS 4000
+/* refused (not a target yet): each attempt is a line in the daemon's log */
+#define RETRY_REFUSED_MAX_MS 30000
 #define LIVENESS_MS 1000 /* how often a ring closed without EOF is noticed */
 
 struct rt_mring *rt_mark_ring;
@@ -159,12 +161,13 @@ static void watch(int fd)
 static void *thread_main(void *arg)
 {
 	const char *path = arg;
-	long backoff = RETRY_MIN_MS;
-	int fd;
+	long backoff = RETRY_MIN_MS, max;
+	int fd, err;
 
 	prctl(PR_SET_NAME, "reqtrace-mark", 0, 0, 0);
 	for (;;) {
-		if (session(path, &fd) == 0) {
+		err = session(path, &fd);
+		if (!err) {
 			__atomic_store_n(&sock, fd, __ATOMIC_RELEASE);
 			watch(fd);
 			retire(__atomic_load_n(&rt_mark_ring, __ATOMIC_ACQUIRE));
@@ -173,7 +176,8 @@ static void *thread_main(void *arg)
 			backoff = RETRY_MIN_MS;
 		}
 		usleep((useconds_t)backoff * 1000);
-		backoff = backoff * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : backoff * 2;
+		max = err == -EPERM ? RETRY_REFUSED_MAX_MS : RETRY_MAX_MS;
+		backoff = backoff * 2 > max ? max : backoff * 2;
 	}
 	return NULL;
 }
