@@ -165,6 +165,9 @@ static void *thread_main(void *arg)
 	int fd, err;
 
 	prctl(PR_SET_NAME, "reqtrace-mark", 0, 0, 0);
+	/* stripped of the attach points, we are probed on the API: no ring then */
+	if (!rt_mark_probes_findable())
+		return NULL;
 	for (;;) {
 		err = session(path, &fd);
 		if (!err) {

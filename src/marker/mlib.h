@@ -34,6 +34,9 @@ int rt_mark_w_step_begin(struct rt_mring *r, uint64_t step, uint32_t n, const ch
 int rt_mark_w_step_end(struct rt_mring *r, uint64_t step);
 int rt_mark_w_bind(struct rt_mring *r, const char *engine_id, const char *request_id);
 
+/* 1 when our file still has the uprobe attach points' symbols (mself.c). */
+int rt_mark_probes_findable(void);
+
 /* fork child: the calling thread's cached tid is the parent's */
 void rt_mark_w_forget_tid(void);
 
