@@ -27,6 +27,7 @@ usage: live_fidelity.py [--server testbed|asyncio] [--io MODE] [--markers]
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -217,6 +218,29 @@ def phases_sum(spans, label):
     check(not bad, "%s phases sum to duration_ms within 1 ms (off: %s)" % (label, bad[:4]))
 
 
+def replay_equal(rec, live, label):
+    """The recording replays into the live spans: the marker source's
+    watermarks (written by the daemon for a ring) are in the recording."""
+    r = subprocess.run([lc.REQTRACE, "replay", rec, "--json"], capture_output=True, text=True)
+    check(r.returncode == 0, "%s replay exits 0: %s" % (label, r.stderr.strip()[-300:]))
+    replayed = {}
+    for line in r.stdout.splitlines():
+        s = json.loads(line)
+        replayed[s["request_id"]] = s  # the last revision wins, as in the store
+    diffs = []
+    for rid, s in live.items():
+        o = replayed.get(rid)
+        if o is None:
+            diffs.append((rid, "missing"))
+            continue
+        for k in ("start_ns", "received_ns", "first_token_ns", "end_ns", "events_out",
+                  "outcome", "phases", "phase_source", "cpu", "status", "flags"):
+            if s.get(k) != o.get(k):
+                diffs.append((rid, k, s.get(k), o.get(k)))
+    check(not diffs and len(live) > 0, "%s replay of the recording equals the %d live spans "
+          "(diffs: %s)" % (label, len(live), diffs[:3]))
+
+
 def marker_session(st, pid):
     """The marker library's ring session of pid in `status`, or None."""
     for s in st.get("injected", []):
@@ -270,7 +294,12 @@ def main():
         line = proc.stdout.readline()
         port, pid = int(line.strip().rsplit(":", 1)[1]), proc.pid
 
-    daemon = lc.Daemon(["--pid", str(pid), "--inject-socket", inject_sock])
+    dargs = ["--pid", str(pid), "--inject-socket", inject_sock]
+    rec = os.path.join(d, "events.rtrace")
+    if a.marker_path != "auto":
+        dargs += ["--record", rec]
+    daemon = lc.Daemon(dargs)
+    live = {}
     try:
         if a.marker_path == "shm":
             # the library connects at start (REQTRACE_MARKER_SHM=1), retrying
@@ -317,6 +346,7 @@ def main():
                   % (label, ms))
         if a.marker_path == "uprobe":
             check(ms is None, "%s no marker ring without REQTRACE_MARKER_SHM" % label)
+        live = {s["request_id"]: s for s in daemon.spans()}
         check(all(v == 0 for v in st["drops"].values()),
               "%s zero drops on a normal run: %s" % (label, {k: v for k, v in
                                                            st["drops"].items() if v}))
@@ -353,6 +383,8 @@ def main():
             proc.wait(10)
         code = daemon.stop()
         check(code == 0, "reqtraced shut down cleanly on SIGTERM (exit %s)" % code)
+    if a.marker_path != "auto":
+        replay_equal(rec, live, label)
     lc.finish()
 
 
