@@ -27,7 +27,7 @@
 
 #define RT_MARKER_API __attribute__((visibility("default")))
 #define RT_PROBE_POINT __attribute__((noinline, used))
-#define unlikely(x) __builtin_expect(!!(x), 0)
+#define likely(x) __builtin_expect(!!(x), 1)
 
 RT_PROBE_POINT void rt_mark_probe_begin(const char *request_id, enum rt_phase phase)
 {
@@ -63,27 +63,67 @@ static inline struct rt_mring *ring(void)
 	return __atomic_load_n(&rt_mark_ring, __ATOMIC_ACQUIRE);
 }
 
-/* No ring: 1 when the call goes to the attach point, 0 when it is dropped. */
-static int fallback(void)
+/* No ring and not simply FALLBACK: 1 when the call goes to the attach point. */
+static __attribute__((noinline)) int fallback_slow(void)
 {
 	int st = __atomic_load_n(&rt_mark_state, __ATOMIC_RELAXED);
 
-	if (st == RT_MARK_FALLBACK)
-		return 1;
-	if (unlikely(st == RT_MARK_UNSTARTED)) {
+	if (st == RT_MARK_UNSTARTED) {
 		rt_mark_start();
 		st = __atomic_load_n(&rt_mark_state, __ATOMIC_RELAXED);
 	}
 	return st != RT_MARK_SHM_ONLY;
 }
 
+static inline int fallback(void)
+{
+	return likely(__atomic_load_n(&rt_mark_state, __ATOMIC_RELAXED) == RT_MARK_FALLBACK) ||
+	       fallback_slow();
+}
+
+/*
+ * The traced paths live out of line, so that the API functions stay a load,
+ * a test and a tail call: the untraced cost is what every engine pays.
+ * Each falls back to the attach point when the daemon closed the ring.
+ */
+static __attribute__((noinline)) void traced_mark(struct rt_mring *r, __u16 kind, const char *id,
+						  enum rt_phase phase)
+{
+	if (rt_mark_w_mark(r, kind, id, phase) != -EPIPE || !fallback())
+		return;
+	if (kind == RT_EV_MARK_BEGIN)
+		rt_mark_probe_begin(id, phase);
+	else
+		rt_mark_probe_end(id, phase);
+}
+
+static __attribute__((noinline)) void traced_step_begin(struct rt_mring *r, uint64_t step_id,
+							uint32_t n, const char *const *ids)
+{
+	if (rt_mark_w_step_begin(r, step_id, n, ids) == -EPIPE && fallback())
+		rt_mark_probe_step_begin(step_id, n, ids);
+}
+
+static __attribute__((noinline)) void traced_step_end(struct rt_mring *r, uint64_t step_id)
+{
+	if (rt_mark_w_step_end(r, step_id) == -EPIPE && fallback())
+		rt_mark_probe_step_end(step_id);
+}
+
+static __attribute__((noinline)) void traced_bind(struct rt_mring *r, const char *engine_id,
+						  const char *request_id)
+{
+	if (rt_mark_w_bind(r, engine_id, request_id) == -EPIPE && fallback())
+		rt_mark_probe_bind(engine_id, request_id);
+}
+
 RT_MARKER_API void rt_mark_begin(const char *request_id, enum rt_phase phase)
 {
 	struct rt_mring *r = ring();
 
-	if (r && rt_mark_w_mark(r, RT_EV_MARK_BEGIN, request_id, phase) != -EPIPE)
-		return;
-	if (fallback())
+	if (r)
+		traced_mark(r, RT_EV_MARK_BEGIN, request_id, phase);
+	else if (fallback())
 		rt_mark_probe_begin(request_id, phase);
 }
 
@@ -91,9 +131,9 @@ RT_MARKER_API void rt_mark_end(const char *request_id, enum rt_phase phase)
 {
 	struct rt_mring *r = ring();
 
-	if (r && rt_mark_w_mark(r, RT_EV_MARK_END, request_id, phase) != -EPIPE)
-		return;
-	if (fallback())
+	if (r)
+		traced_mark(r, RT_EV_MARK_END, request_id, phase);
+	else if (fallback())
 		rt_mark_probe_end(request_id, phase);
 }
 
@@ -101,9 +141,9 @@ RT_MARKER_API void rt_mark_step_begin(uint64_t step_id, uint32_t n, const char *
 {
 	struct rt_mring *r = ring();
 
-	if (r && rt_mark_w_step_begin(r, step_id, n, request_ids) != -EPIPE)
-		return;
-	if (fallback())
+	if (r)
+		traced_step_begin(r, step_id, n, request_ids);
+	else if (fallback())
 		rt_mark_probe_step_begin(step_id, n, request_ids);
 }
 
@@ -111,9 +151,9 @@ RT_MARKER_API void rt_mark_step_end(uint64_t step_id)
 {
 	struct rt_mring *r = ring();
 
-	if (r && rt_mark_w_step_end(r, step_id) != -EPIPE)
-		return;
-	if (fallback())
+	if (r)
+		traced_step_end(r, step_id);
+	else if (fallback())
 		rt_mark_probe_step_end(step_id);
 }
 
@@ -121,9 +161,9 @@ RT_MARKER_API void rt_mark_bind(const char *engine_id, const char *request_id)
 {
 	struct rt_mring *r = ring();
 
-	if (r && rt_mark_w_bind(r, engine_id, request_id) != -EPIPE)
-		return;
-	if (fallback())
+	if (r)
+		traced_bind(r, engine_id, request_id);
+	else if (fallback())
 		rt_mark_probe_bind(engine_id, request_id);
 }
 

@@ -20,6 +20,14 @@ struct rt_mring {
 	__u64 map_len;
 	__u32 source_id;
 	__u32 pid; /* hdr.pid of every record: the daemon's view of us */
+	/*
+	 * The consumer's position as last read from the header (acquire/release:
+	 * it carries the consumer's "done reading" to the producers). The
+	 * consumer rewrites its cache line on every drain; reading it on every
+	 * call would cost a cache miss each time, so producers read it only when
+	 * this copy says the ring is full.
+	 */
+	__u64 cons_cache;
 };
 
 /* A reserved slot: where to write its records, and what commits it. */
@@ -34,7 +42,7 @@ struct rt_mring_slot {
  * RT_MARK_SLOT_MAX). Returns 0, -ENOSPC (ring full: counted in shm->dropped
  * as `records` records) or -EPIPE (the daemon closed the ring).
  */
-int rt_mring_reserve(const struct rt_mring *r, __u32 len, __u32 records, struct rt_mring_slot *s);
+int rt_mring_reserve(struct rt_mring *r, __u32 len, __u32 records, struct rt_mring_slot *s);
 
 /* Publishes a filled slot (release order: the records before the commit). */
 void rt_mring_commit(const struct rt_mring *r, struct rt_mring_slot *s, __u32 len, __u32 records);

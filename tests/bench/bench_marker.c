@@ -7,9 +7,12 @@
  *               traced (root and BPF; skipped otherwise), BPF ring drained
  *               by a second thread;
  *   shm         a ring handed over by an inject server in this process
- *               (the daemon's code), drained by a second thread.
+ *               (the daemon's code), drained by a second thread every
+ *               500 us, or in a spin with RT_BENCH_SPIN=1 (the worst case:
+ *               the reader keeps pulling the lines the writers write).
  *
- * ns per call, median of the rounds. Each shm batch fits the ring and the
+ * ns per call, median of the rounds, by the thread CPU clock and the wall
+ * clock. Each shm batch fits the ring and the
  * bench waits, untimed, for the consumer between batches: a ring left full
  * would time the cheaper drop path. Every record is counted on arrival and
  * the bench says how many arrived. Asserts nothing about timing (a loaded
@@ -47,13 +50,25 @@ static struct {
 	__u64 bpf_records;
 } B;
 
-static double now_ns(void)
+static double clock_ns(clockid_t c)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(c, &ts);
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
+
+static double now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* ns per call by two clocks: the calling thread's CPU time (a uprobe's
+ * handler runs on it too; time preempted by other jobs does not count) and
+ * the wall clock (which does) */
+struct cost {
+	double cpu, wall;
+};
 
 static int count_shm(const struct rt_event_hdr *ev, void *ctx)
 {
@@ -76,6 +91,9 @@ static int count_bpf(const struct rt_event_hdr *ev, void *ctx)
 /* The daemon's side: drains whatever is set up, on the other core. */
 static void *consumer(void *arg)
 {
+	const char *e = getenv("RT_BENCH_SPIN");
+	int spin = e && !strcmp(e, "1");
+
 	(void)arg;
 	while (!__atomic_load_n(&B.stop, __ATOMIC_ACQUIRE)) {
 		struct rt_inject_server *srv = __atomic_load_n(&B.srv, __ATOMIC_ACQUIRE);
@@ -88,8 +106,11 @@ static void *consumer(void *arg)
 		if (B.bpf)
 			rt_bpf_source__consume(B.bpf, count_bpf, NULL);
 #endif
-		if (!srv)
-			usleep(200);
+		/* RT_BENCH_SPIN=1: drain in a spin, fighting the writers for the
+		 * header's and the slots' cache lines; else every 500 us, as a daemon
+		 * woken by its sources and its timer does */
+		if (!spin || !srv)
+			usleep(spin ? 200 : 500);
 	}
 	return NULL;
 }
@@ -113,24 +134,29 @@ static void wait_shm(__u64 want)
 		sched_yield();
 }
 
-/* ns per call of one round: calls in batches, waiting for the ring between them. */
-static double round_ns(void (*fn)(long), long calls, long batch, int shm, __u64 per_call)
+/* One round: calls in batches, waiting (untimed) for the ring between them. */
+static struct cost round_ns(void (*fn)(long), long calls, long batch, int shm, __u64 per_call)
 {
-	double t = 0, t0;
+	struct cost t = { 0, 0 };
+	double c0, w0;
 	long i = 0, j, end;
 	__u64 base = __atomic_load_n(&B.shm_records, __ATOMIC_RELAXED);
 
 	while (i < calls) {
 		end = i + batch < calls ? i + batch : calls;
-		t0 = now_ns();
+		w0 = now_ns();
+		c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		for (j = i; j < end; j++)
 			fn(j);
-		t += now_ns() - t0;
+		t.cpu += clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+		t.wall += now_ns() - w0;
 		if (shm)
 			wait_shm(base + (__u64)end * per_call);
 		i = end;
 	}
-	return t / (double)calls;
+	t.cpu /= (double)calls;
+	t.wall /= (double)calls;
+	return t;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -140,15 +166,31 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median(void (*fn)(long), int rounds, long calls, long batch, int shm, __u64 per_call)
+static struct cost median(void (*fn)(long), int rounds, long calls, long batch, int shm,
+			  __u64 per_call)
 {
-	double r[ROUNDS_MAX];
+	double cpu[ROUNDS_MAX], wall[ROUNDS_MAX];
+	struct cost c;
 	int k;
 
-	for (k = 0; k < rounds; k++)
-		r[k] = round_ns(fn, calls, batch, shm, per_call);
-	qsort(r, rounds, sizeof(r[0]), cmp_d);
-	return r[rounds / 2];
+	for (k = 0; k < rounds; k++) {
+		c = round_ns(fn, calls, batch, shm, per_call);
+		cpu[k] = c.cpu;
+		wall[k] = c.wall;
+	}
+	qsort(cpu, rounds, sizeof(cpu[0]), cmp_d);
+	qsort(wall, rounds, sizeof(wall[0]), cmp_d);
+	c.cpu = cpu[rounds / 2];
+	c.wall = wall[rounds / 2];
+	return c;
+}
+
+static void row(const char *name, struct cost nt, struct cost up, const char *up_why,
+		struct cost sh, const char *sh_why, int wall)
+{
+	printf("%-28s %12.2f ", name, wall ? nt.wall : nt.cpu);
+	up_why ? printf("%12s ", "-") : printf("%12.1f ", wall ? up.wall : up.cpu);
+	sh_why ? printf("%12s\n", "-") : printf("%12.1f\n", wall ? sh.wall : sh.cpu);
 }
 
 #ifdef RT_BENCH_BPF
@@ -202,7 +244,8 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 7;
 	long calls = argc > 2 ? atol(argv[2]) : 1000000L;
 	long up_calls = calls / 100 > 1000 ? calls / 100 : 1000;
-	double nt_b, nt_s, up_b = -1, up_s = -1, sh_b = -1, sh_s = -1;
+	struct cost nt_b, nt_s, up_b = { 0, 0 }, up_s = { 0, 0 }, sh_b = { 0, 0 }, sh_s = { 0, 0 };
+	int wall;
 	char dir[] = "/tmp/rt-bench-marker-XXXXXX", path[64];
 	const char *up_why = NULL, *sh_why = NULL;
 	__u64 shm_base = 0, shm_want = 0;
@@ -253,13 +296,12 @@ int main(int argc, char **argv)
 	printf("marker call, ns per call (median of %d rounds; %ld calls per round, %ld traced by "
 	       "uprobe)\n",
 	       rounds, calls, up_calls);
-	printf("%-28s %12s %12s %12s\n", "call", "not traced", "uprobe", "shm");
-	printf("%-28s %12.2f ", "rt_mark_begin", nt_b);
-	up_why ? printf("%12s ", "-") : printf("%12.1f ", up_b);
-	sh_why ? printf("%12s\n", "-") : printf("%12.1f\n", sh_b);
-	printf("%-28s %12.2f ", "rt_mark_step_begin (4 ids)", nt_s);
-	up_why ? printf("%12s ", "-") : printf("%12.1f ", up_s);
-	sh_why ? printf("%12s\n", "-") : printf("%12.1f\n", sh_s);
+	for (wall = 0; wall < 2; wall++) {
+		printf("%-28s %12s %12s %12s\n", wall ? "wall clock" : "thread CPU time",
+		       "not traced", "uprobe", "shm");
+		row("rt_mark_begin", nt_b, up_b, up_why, sh_b, sh_why, wall);
+		row("rt_mark_step_begin (4 ids)", nt_s, up_s, up_why, sh_s, sh_why, wall);
+	}
 	if (up_why)
 		printf("uprobe: skipped (%s)\n", up_why);
 	else
