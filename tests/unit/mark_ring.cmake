@@ -10,5 +10,11 @@ if(TARGET test_mark_ring)
 	target_link_libraries(test_mark_ring PRIVATE Threads::Threads)
 endif()
 if(TARGET test_mark_shm)
+	# and a hostile peer of its own: the handshake client and the producer
+	# (hidden inside the library, so compiled in again here)
+	target_sources(test_mark_shm PRIVATE ${CMAKE_SOURCE_DIR}/src/cupti/proto.c
+		${CMAKE_SOURCE_DIR}/src/cupti/ring.c ${CMAKE_SOURCE_DIR}/src/marker/mring.c)
+	target_include_directories(test_mark_shm PRIVATE ${CMAKE_SOURCE_DIR}/src/cupti
+		${CMAKE_SOURCE_DIR}/src/marker)
 	target_link_libraries(test_mark_shm PRIVATE reqtrace_marker Threads::Threads)
 endif()

@@ -6,7 +6,9 @@
  * calls reach the server as records of their own source, with our pid and
  * the calling threads' tids, under watermarks that never pass them; a fork
  * child gets a session and ring of its own; when the server goes away the
- * library falls back and reconnects to the next one.
+ * library falls back and reconnects to the next one. And a hostile peer
+ * writing its own records: the server passes only what a marker library
+ * may send, counts the rest, and drops a ring whose framing is broken.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,8 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 #include <reqtrace/marker.h>
 
+#include "mring.h"
+#include "proto.h"
+#include "ring.h"
 #include "sources/inject_server.h"
 
 #define MAX_RECS 65536
@@ -306,12 +313,117 @@ static void test_reconnect(void **state)
 	assert_true(src >= 1);
 }
 
+/* One record in its own slot, exactly as given. */
+static void put(struct rt_mring *r, const void *rec, __u16 size)
+{
+	struct rt_mring_slot sl;
+
+	assert_int_equal(rt_mring_reserve(r, sizeof(struct rt_mark_slot) + size, 1, &sl), 0);
+	memcpy(sl.body, rec, size);
+	rt_mring_commit(r, &sl, sizeof(struct rt_mark_slot) + size, 1);
+}
+
+static void test_hostile_peer(void **state)
+{
+	struct rt_inject_server_stats st0, st;
+	struct rt_inject_hello h;
+	struct rt_inject_welcome w;
+	struct rt_ev_mark m, x;
+	struct rt_ev_loss l;
+	struct rt_mring r;
+	struct rt_mring_slot sl;
+	__u64 deadline;
+	int fd, ring_fd, other, err = -ETIMEDOUT;
+	void *map;
+
+	(void)state;
+	rt_inject_server__stats(F.s, &st0);
+	fd = rt_cupti_proto_connect(F.path, 1000);
+	assert_true(fd >= 0);
+	memset(&h, 0, sizeof(h));
+	h.event_version = RT_EVENT_VERSION;
+	h.role = RT_INJECT_ROLE_MARKER;
+	assert_int_equal(rt_cupti_proto_send_hello(fd, &h), 0);
+	deadline = now_ns() + WAIT_S * 1000000000ULL;
+	while (err == -ETIMEDOUT && now_ns() < deadline) {
+		pump();
+		err = rt_cupti_proto_recv_welcome(fd, 10, &w, &ring_fd);
+	}
+	assert_int_equal(err, 0);
+	assert_int_equal(w.status, RT_INJECT_ACCEPTED);
+	assert_int_equal(rt_cupti_ring_check_fd(ring_fd, w.ring_hdr_size, w.ring_data_size), 0);
+	map = mmap(NULL, w.ring_hdr_size + w.ring_data_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   ring_fd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(rt_mring_init(&r, map, w.ring_hdr_size, w.ring_data_size), 0);
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.kind = RT_EV_MARK_BEGIN;
+	m.hdr.size = sizeof(m);
+	m.hdr.source = w.source_id;
+	m.hdr.pid = w.pid;
+	m.hdr.tid = 7;
+	m.hdr.ts_ns = now_ns();
+	m.phase = RT_PHASE_QUEUE;
+	m.id_len = 4;
+	memcpy(m.request_id, "good", 5);
+	put(&r, &m, sizeof(m));
+	x = m, x.hdr.pid = w.pid + 1; /* another process's pid */
+	put(&r, &x, sizeof(x));
+	x = m, x.hdr.source = w.source_id + 1000; /* another source */
+	put(&r, &x, sizeof(x));
+	x = m, x.hdr.tid = 0;
+	put(&r, &x, sizeof(x));
+	x = m, x.hdr.ts_ns = 1; /* before the session began */
+	put(&r, &x, sizeof(x));
+	x = m, x.hdr.ts_ns = now_ns() + 60000000000ULL; /* a minute ahead */
+	put(&r, &x, sizeof(x));
+	x = m, x.hdr.kind = RT_EV_SOCK_CLOSE; /* not a marker's business */
+	put(&r, &x, sizeof(x));
+	x = m, memset(x.request_id, 'a', RT_ID_LEN); /* no NUL */
+	put(&r, &x, sizeof(x));
+	x = m, x.phase = 1000; /* no such phase */
+	put(&r, &x, sizeof(x));
+	memset(&l, 0, sizeof(l));
+	l.hdr = m.hdr;
+	l.hdr.kind = RT_EV_LOSS;
+	l.hdr.size = sizeof(l);
+	l.since_ns = m.hdr.ts_ns;
+	l.count = 5;
+	l.reason = RT_LOSS_RING_FULL; /* only step truncation is a marker's loss */
+	put(&r, &l, sizeof(l));
+	deadline = now_ns() + WAIT_S * 1000000000ULL;
+	do {
+		pump();
+		rt_inject_server__stats(F.s, &st);
+	} while (st.mark_invalid - st0.mark_invalid < 9 && now_ns() < deadline);
+	assert_int_equal(st.mark_invalid - st0.mark_invalid, 9);
+	assert_int_equal(count_id("good", w.pid, w.source_id, &other), 1);
+	assert_int_equal(other, 0);
+	assert_int_equal(st.framing, st0.framing);
+
+	/* a slot whose length runs past what was reserved: the ring is given up */
+	assert_int_equal(rt_mring_reserve(&r, sizeof(struct rt_mark_slot) + sizeof(m), 1, &sl), 0);
+	memcpy(sl.body, &m, sizeof(m));
+	rt_mring_commit(&r, &sl, 1U << 20, 1);
+	deadline = now_ns() + WAIT_S * 1000000000ULL;
+	do {
+		pump();
+		rt_inject_server__stats(F.s, &st);
+	} while (st.framing == st0.framing && now_ns() < deadline);
+	assert_int_equal(st.framing, st0.framing + 1);
+	munmap(map, w.ring_hdr_size + w.ring_data_size);
+	close(ring_fd);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_reconnect),
+		cmocka_unit_test(test_hostile_peer),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
