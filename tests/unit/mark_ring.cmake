@@ -8,6 +8,8 @@ if(TARGET test_mark_ring)
 		${CMAKE_SOURCE_DIR}/src/marker/mring.c ${CMAKE_SOURCE_DIR}/src/marker/mwrite.c)
 	rt_test_private(test_mark_ring marker)
 	target_link_libraries(test_mark_ring PRIVATE Threads::Threads)
+	# the many-writer test is what ThreadSanitizer is for (clean, by hand)
+	set_tests_properties(test_mark_ring PROPERTIES LABELS "unit;tsan")
 endif()
 if(TARGET test_mark_shm)
 	# and a hostile peer of its own: the handshake client and the producer
