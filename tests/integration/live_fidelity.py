@@ -243,8 +243,8 @@ def replay_equal(rec, live, label):
 
 def marker_session(st, pid):
     """The marker library's ring session of pid in `status`, or None."""
-    for s in st.get("injected", []):
-        if s.get("role") == "marker" and s["pid"] == pid:
+    for s in st.get("marker_rings", []):
+        if s["pid"] == pid:
             return s
     return None
 
