@@ -507,6 +507,7 @@ enum rt_source_type {
 	RT_SRC_CUPTI = 2,
 	RT_SRC_DAEMON = 3,
 	RT_SRC_SYNTHETIC = 4,
+	RT_SRC_MARKER = 5, /* a process's marker ring (include/reqtrace/mark_ring.h) */
 };
 
 /* names a source id; written before the source's first record */

@@ -93,6 +93,19 @@ struct rt_inject_hello {
 	__u32 _pad;
 	__u64 lost_unconnected; /* records dropped while no daemon was connected */
 	char comm[16];
+	/* appended: a HELLO without it is RT_INJECT_ROLE_CUPTI */
+	__u32 role; /* enum rt_inject_role */
+	__u32 _pad2;
+};
+
+/*
+ * Who says HELLO: the CUPTI injection library, or the marker library
+ * (libreqtrace_marker.so), whose ring is framed for many writer threads
+ * (include/reqtrace/mark_ring.h).
+ */
+enum rt_inject_role {
+	RT_INJECT_ROLE_CUPTI = 0,
+	RT_INJECT_ROLE_MARKER = 1,
 };
 
 /* WELCOME.status */

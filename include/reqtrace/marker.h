@@ -3,14 +3,16 @@
  * reqtrace marker API: optional exact phase boundaries for engines.
  *
  * Link with -lreqtrace_marker (or load libreqtrace_marker.so with dlopen or
- * the Python module). Every function is a no-op that returns at once: the
- * reqtrace daemon attaches uprobes to these symbols in processes it traces,
- * so a call costs a few nanoseconds when nobody watches. The symbols and
- * their argument lists are ABI (docs/events.md, "Markers"); they never
- * change meaning, new ones are only added.
+ * the Python module). When the reqtrace daemon traces the process it hands
+ * the library a ring in shared memory and each call writes its record there
+ * (tens of nanoseconds); otherwise a call costs a few nanoseconds and the
+ * daemon may still see it through a uprobe (docs/markers.md). Thread-safe;
+ * not async-signal-safe. The symbols and their argument lists are ABI
+ * (docs/events.md, "Markers"); they never change meaning, new ones are only
+ * added.
  *
- * Strings are read by the probe at call time, up to 63 bytes; the caller
- * may free them when the call returns. A NULL id is ignored.
+ * Strings are copied at call time, up to 63 bytes; the caller may free them
+ * when the call returns. A NULL id is ignored; other pointers must be valid.
  */
 #ifndef REQTRACE_MARKER_H
 #define REQTRACE_MARKER_H

@@ -108,6 +108,16 @@ static void print_status(const cJSON *st)
 		       cJSON_IsString(cst) ? cst->valuestring : "?", rt_client_num(t, "records"),
 		       rt_client_num(t, "lost"));
 	}
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(st, "marker_rings"))
+	{
+		const cJSON *comm = cJSON_GetObjectItemCaseSensitive(t, "comm");
+
+		printf("  markers pid %.0f (%s): shared memory, %.0f records, %.0f late, "
+		       "%.0f invalid, %.0f lost\n",
+		       rt_client_num(t, "pid"), cJSON_IsString(comm) ? comm->valuestring : "?",
+		       rt_client_num(t, "records"), rt_client_num(t, "late"),
+		       rt_client_num(t, "invalid"), rt_client_num(t, "lost"));
+	}
 	v = cJSON_GetObjectItemCaseSensitive(st, "gpu");
 	if (cJSON_IsObject(v) &&
 	    (rt_client_num(v, "libraries") > 0 || rt_client_num(v, "device_records") > 0)) {

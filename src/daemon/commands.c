@@ -146,6 +146,8 @@ static void status_inject(struct rt_daemon *d, struct rt_jsonw *w)
 	rt_jsonw_arr_open(w);
 	n = d->inject ? rt_inject_server__conns(d->inject, info, 64) : 0;
 	for (i = 0; i < n && i < 64; i++) {
+		if (info[i].role == RT_INJECT_ROLE_MARKER)
+			continue; /* below, in marker_rings */
 		rt_jsonw_obj_open(w);
 		key_u64(w, "pid", info[i].pid);
 		rt_jsonw_key(w, "comm");
@@ -155,6 +157,24 @@ static void status_inject(struct rt_daemon *d, struct rt_jsonw *w)
 		key_u64(w, "records", info[i].records);
 		key_u64(w, "invalid", info[i].invalid);
 		key_u64(w, "lost", info[i].lost + info[i].lost_unconnected);
+		key_u64(w, "watermark_ns", info[i].watermark_ns);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	/* marker libraries writing through shared memory (docs/markers.md) */
+	rt_jsonw_key(w, "marker_rings");
+	rt_jsonw_arr_open(w);
+	for (i = 0; i < n && i < 64; i++) {
+		if (info[i].role != RT_INJECT_ROLE_MARKER)
+			continue;
+		rt_jsonw_obj_open(w);
+		key_u64(w, "pid", info[i].pid);
+		rt_jsonw_key(w, "comm");
+		rt_jsonw_str_val(w, info[i].comm);
+		key_u64(w, "records", info[i].records);
+		key_u64(w, "late", info[i].late);
+		key_u64(w, "invalid", info[i].invalid);
+		key_u64(w, "lost", info[i].lost);
 		key_u64(w, "watermark_ns", info[i].watermark_ns);
 		rt_jsonw_obj_close(w);
 	}
@@ -247,6 +267,9 @@ void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 		fn(ctx, "inject_invalid", is.invalid);
 		fn(ctx, "inject_lost", is.lost);
 		fn(ctx, "inject_rings_dropped", is.framing);
+		fn(ctx, "marker_shm_late", is.mark_late);
+		fn(ctx, "marker_shm_invalid", is.mark_invalid);
+		fn(ctx, "marker_shm_stalled", is.mark_stalled);
 	}
 	fn(ctx, "stalled_sources", d->stalled_sources);
 	fn(ctx, "recording_errors", d->rec_errors);

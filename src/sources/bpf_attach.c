@@ -164,10 +164,53 @@ void rt_bpf_detach_all(struct rt_bpf_source *s)
 	s->n_links = 0;
 }
 
-int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
+/*
+ * Attaches one uprobe per marker function. Since markers can go through
+ * shared memory (docs/markers.md), a library's API functions only call the
+ * attach points rt_mark_probe_* when no ring is attached: probe those. A
+ * library without them (ABI 1 before shared memory) is probed on the API
+ * functions themselves.
+ */
+static int attach_lib(struct rt_bpf_source *s, struct rt_marker_lib *lib, const char *lib_path,
+		      const char *const *funcs)
 {
 	struct bpf_program *progs[RT_BPF_MARK_FUNCS];
-	static const char *const funcs[RT_BPF_MARK_FUNCS] = {
+	int i, err;
+
+	progs[0] = s->marker->progs.rt_mark_begin;
+	progs[1] = s->marker->progs.rt_mark_end;
+	progs[2] = s->marker->progs.rt_mark_step_begin;
+	progs[3] = s->marker->progs.rt_mark_step_end;
+	progs[4] = s->marker->progs.rt_mark_bind;
+	progs[5] = s->marker->progs.rt_mark_step_begin_tokens;
+	for (i = 0; i < RT_BPF_MARK_FUNCS; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = funcs[i]);
+
+		lib->links[i] = bpf_program__attach_uprobe_opts(progs[i], -1, lib_path, 0, &uo);
+		if (!lib->links[i]) {
+			err = -errno;
+			/* libbpf says ENOENT both for a missing file and a missing symbol */
+			if (err == -ENOENT)
+				err = -ESRCH;
+			/* a library of marker ABI 1 has no token steps: its callers make none */
+			if (err == -ESRCH && i == RT_BPF_MARK_FUNCS - 1) {
+				dlog("%s has no %s (marker ABI 1)", lib_path, funcs[i]);
+				continue;
+			}
+			lib_detach(lib);
+			return err;
+		}
+	}
+	return 0;
+}
+
+int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
+{
+	static const char *const probe_funcs[RT_BPF_MARK_FUNCS] = {
+		"rt_mark_probe_begin",	  "rt_mark_probe_end",	"rt_mark_probe_step_begin",
+		"rt_mark_probe_step_end", "rt_mark_probe_bind", "rt_mark_probe_step_begin_tokens",
+	};
+	static const char *const api_funcs[RT_BPF_MARK_FUNCS] = {
 		"rt_mark_begin",    "rt_mark_end",  "rt_mark_step_begin",
 		"rt_mark_step_end", "rt_mark_bind", "rt_mark_step_begin_tokens",
 	};
@@ -187,34 +230,15 @@ int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
 		     RT_BPF_MARKER_LIBS_MAX);
 		return -ENOSPC;
 	}
-
-	progs[0] = s->marker->progs.rt_mark_begin;
-	progs[1] = s->marker->progs.rt_mark_end;
-	progs[2] = s->marker->progs.rt_mark_step_begin;
-	progs[3] = s->marker->progs.rt_mark_step_end;
-	progs[4] = s->marker->progs.rt_mark_bind;
-	progs[5] = s->marker->progs.rt_mark_step_begin_tokens;
 	lib.dev = st.st_dev;
 	lib.ino = st.st_ino;
-	for (i = 0; i < RT_BPF_MARK_FUNCS; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = funcs[i]);
-
-		lib.links[i] = bpf_program__attach_uprobe_opts(progs[i], -1, lib_path, 0, &uo);
-		if (!lib.links[i]) {
-			err = -errno;
-			/* libbpf says ENOENT both for a missing file and a missing symbol */
-			if (err == -ENOENT)
-				err = -ESRCH;
-			/* a library of marker ABI 1 has no token steps: its callers make none */
-			if (err == -ESRCH && i == RT_BPF_MARK_FUNCS - 1) {
-				dlog("%s has no %s (marker ABI 1)", lib_path, funcs[i]);
-				continue;
-			}
-			elog("marker uprobe %s in %s: %s", funcs[i], lib_path,
-			     err == -ESRCH ? "symbol not found" : strerror(-err));
-			lib_detach(&lib);
-			return err;
-		}
+	err = attach_lib(s, &lib, lib_path, probe_funcs);
+	if (err == -ESRCH)
+		err = attach_lib(s, &lib, lib_path, api_funcs);
+	if (err) {
+		elog("marker uprobes in %s: %s", lib_path,
+		     err == -ESRCH ? "symbol not found" : strerror(-err));
+		return err;
 	}
 	s->libs[s->n_libs++] = lib;
 	dlog("marker uprobes attached to %s", lib_path);

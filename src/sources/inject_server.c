@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "common/event_check.h"
 #include "common/log.h"
+#include "sources/mark_ring.h"
 
 #define ACCEPTS_PER_CALL 64
 #define EVENTS_PER_CALL 64
@@ -38,6 +40,10 @@ struct conn {
 	int broken;
 	__u64 pending_invalid; /* not yet reported as LOSS */
 	__u64 pending_since;
+
+	/* marker ring (role MARKER) */
+	struct rt_mark_cons *mc;
+	__u64 wm_sent; /* the last watermark passed on */
 };
 
 struct rt_inject_server {
@@ -90,12 +96,20 @@ static __u64 ring_size(__u64 want)
  */
 static int ring_create(struct rt_inject_server *s, struct conn *c, __u32 source_id)
 {
-	size_t len = RT_INJECT_RING_HDR_SIZE + s->ring_bytes;
+	int marker = c->i.role == RT_INJECT_ROLE_MARKER;
+	__u64 data_size = marker ? RT_MARK_RING_DEFAULT : s->ring_bytes;
+	size_t len = RT_INJECT_RING_HDR_SIZE + data_size;
 	struct rt_inject_ring *shm;
 	int fd, err;
 	void *p;
 
-	fd = memfd_create("reqtrace-inject", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (marker) {
+		c->mc = malloc(sizeof(*c->mc));
+		if (!c->mc)
+			return -ENOMEM;
+	}
+	fd = memfd_create(marker ? "reqtrace-marker" : "reqtrace-inject",
+			  MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, len) < 0) {
@@ -113,10 +127,10 @@ static int ring_create(struct rt_inject_server *s, struct conn *c, __u32 source_
 		goto fail;
 	}
 	shm = p;
-	shm->magic = RT_INJECT_RING_MAGIC;
+	shm->magic = marker ? RT_MARK_RING_MAGIC : RT_INJECT_RING_MAGIC;
 	shm->version = RT_INJECT_VERSION;
 	shm->hdr_size = RT_INJECT_RING_HDR_SIZE;
-	shm->data_size = s->ring_bytes;
+	shm->data_size = data_size;
 	shm->source_id = source_id;
 	shm->pid = c->i.pid;
 	shm->cons_state = RT_INJECT_CONS_ACTIVE;
@@ -127,12 +141,16 @@ static int ring_create(struct rt_inject_server *s, struct conn *c, __u32 source_
 	}
 	c->shm = shm;
 	c->data = (__u8 *)p + RT_INJECT_RING_HDR_SIZE;
-	c->size = s->ring_bytes;
+	c->size = data_size;
 	c->map_len = len;
 	c->cons = 0;
+	if (marker)
+		rt_mark_cons__init(c->mc, shm, data_size);
 	return fd;
 fail:
 	close(fd);
+	free(c->mc);
+	c->mc = NULL;
 	return err;
 }
 
@@ -152,6 +170,7 @@ static void finish(struct rt_inject_server *s, struct conn *c)
 		__atomic_store_n(&c->shm->cons_state, RT_INJECT_CONS_CLOSED, __ATOMIC_RELEASE);
 		munmap(c->shm, c->map_len);
 	}
+	free(c->mc);
 	if (c->i.source_id && s->on_close)
 		s->on_close(c->i.source_id, c->i.pid, s->ctx);
 	for (i = 0; i < s->nconns; i++) {
@@ -242,10 +261,19 @@ static void reject(struct rt_inject_server *s, struct conn *c, __s32 status, con
 	finish(s, c);
 }
 
-static void on_hello(struct rt_inject_server *s, struct conn *c, const struct rt_inject_hello *h)
+static void on_hello(struct rt_inject_server *s, struct conn *c, const struct rt_inject_hello *h,
+		     size_t n)
 {
 	int ring_fd, err;
 
+	/* role was appended to HELLO: a shorter one comes from the CUPTI library */
+	c->i.role = n >= offsetof(struct rt_inject_hello, role) + sizeof(h->role) ?
+			    h->role :
+			    RT_INJECT_ROLE_CUPTI;
+	if (c->i.role > RT_INJECT_ROLE_MARKER) {
+		reject(s, c, -EPROTO, "unknown role");
+		return;
+	}
 	memcpy(c->i.comm, h->comm, sizeof(c->i.comm));
 	c->i.comm[sizeof(c->i.comm) - 1] = '\0';
 	c->i.status = h->status < RT_INJECT_ST__COUNT ? h->status : RT_INJECT_ST_CUPTI_ERROR;
@@ -286,8 +314,8 @@ static void on_hello(struct rt_inject_server *s, struct conn *c, const struct rt
 	s->next_source = s->next_source + 1 ? s->next_source + 1 : 1;
 	c->i.state = RT_INJECT_CONN_ACTIVE;
 	s->st.accepted++;
-	ilog("inject: pid %u (%s) connected: source %u, ring %llu KiB", c->i.pid, c->i.comm,
-	     c->i.source_id, (unsigned long long)(c->size >> 10));
+	ilog("inject: pid %u (%s) connected%s: source %u, ring %llu KiB", c->i.pid, c->i.comm,
+	     c->mc ? " for markers" : "", c->i.source_id, (unsigned long long)(c->size >> 10));
 }
 
 static void on_message(struct rt_inject_server *s, struct conn *c, const void *msg, size_t n,
@@ -307,7 +335,7 @@ static void on_message(struct rt_inject_server *s, struct conn *c, const void *m
 	}
 	if (h.type == RT_INJECT_MSG_HELLO && c->i.state == RT_INJECT_CONN_HELLO &&
 	    n >= sizeof(struct rt_inject_hello)) {
-		on_hello(s, c, msg);
+		on_hello(s, c, msg, n);
 		return;
 	}
 	if (h.type == RT_INJECT_MSG_STATUS && c->i.state != RT_INJECT_CONN_HELLO &&
@@ -502,8 +530,8 @@ static int emit_source_info(struct conn *c, rt_event_fn fn, void *ctx, __u64 now
 	si.hdr.ts_ns = now;
 	si.hdr.pid = c->i.pid;
 	si.id = c->i.source_id;
-	si.type = RT_SRC_CUPTI;
-	snprintf(si.name, sizeof(si.name), "cupti:%u", c->i.pid);
+	si.type = c->mc ? RT_SRC_MARKER : RT_SRC_CUPTI;
+	snprintf(si.name, sizeof(si.name), "%s:%u", c->mc ? "marker" : "cupti", c->i.pid);
 	err = fn(&si.hdr, ctx);
 	if (!err)
 		c->info_sent = 1;
@@ -547,6 +575,141 @@ static void framing_lost(struct rt_inject_server *s, struct conn *c, const char 
 	s->st.framing++;
 }
 
+/* ---- marker rings ---------------------------------------------------- */
+
+/* What a marker library may write (the BPF marker programs' records). */
+static int mark_record_ok(const struct conn *c, const struct rt_event_hdr *ev, __u64 now)
+{
+	const struct rt_ev_loss *l = (const void *)ev;
+
+	if (rt_event_check(ev, ev->size, NULL))
+		return 0;
+	/* stamped after the slot was reserved, so never before the ring existed */
+	if (ev->source != c->i.source_id || ev->pid != c->i.pid || !ev->tid ||
+	    ev->ts_ns < c->t_accept || ev->ts_ns > now + RT_INJECT_FUTURE_SLACK_NS)
+		return 0;
+	switch (ev->kind) {
+	case RT_EV_MARK_BEGIN:
+	case RT_EV_MARK_END:
+	case RT_EV_MARK_STEP_BEGIN:
+	case RT_EV_MARK_STEP_MEMBER:
+	case RT_EV_MARK_STEP_TOKENS:
+	case RT_EV_MARK_STEP_END:
+	case RT_EV_MARK_BIND:
+		return 1;
+	case RT_EV_LOSS:
+		return l->reason == RT_LOSS_STEP_TRUNC && l->count;
+	default:
+		return 0;
+	}
+}
+
+struct mark_ctx {
+	struct rt_inject_server *s;
+	struct conn *c;
+	rt_event_fn fn;
+	void *ctx;
+	__u64 now;
+};
+
+static int mark_one(const struct rt_event_hdr *ev, void *arg)
+{
+	struct mark_ctx *m = arg;
+	struct conn *c = m->c;
+	int err;
+
+	if (!mark_record_ok(c, ev, m->now)) {
+		count_invalid(m->s, c, m->now);
+		m->s->st.mark_invalid++;
+		return 0;
+	}
+	err = m->fn(ev, m->ctx);
+	if (err)
+		return err;
+	if (ev->ts_ns < c->wm_sent) {
+		/* its slot outwaited the lateness horizon: the merge amends */
+		c->i.late++;
+		m->s->st.mark_late++;
+	}
+	if (ev->kind == RT_EV_LOSS) {
+		c->i.lost += ((const struct rt_ev_loss *)ev)->count;
+		m->s->st.lost += ((const struct rt_ev_loss *)ev)->count;
+	}
+	c->i.records++;
+	m->s->st.records++;
+	m->s->st.mark_records++;
+	return 0;
+}
+
+static int emit_mark_loss(struct conn *c, rt_event_fn fn, void *ctx, __u64 n, __u64 now)
+{
+	struct rt_ev_loss l;
+
+	memset(&l, 0, sizeof(l));
+	l.hdr.kind = RT_EV_LOSS;
+	l.hdr.size = sizeof(l);
+	l.hdr.source = c->i.source_id;
+	l.hdr.ts_ns = now;
+	l.hdr.pid = c->i.pid;
+	l.since_ns = c->wm_sent && c->wm_sent < now ? c->wm_sent : now;
+	l.count = n;
+	l.reason = RT_LOSS_INJECT_RING;
+	l.lost_kind = RT_EV_NONE;
+	return fn(&l.hdr, ctx);
+}
+
+static int emit_mark_wm(struct conn *c, rt_event_fn fn, void *ctx)
+{
+	struct rt_ev_watermark w;
+	int err;
+
+	memset(&w, 0, sizeof(w));
+	w.hdr.kind = RT_EV_WATERMARK;
+	w.hdr.size = sizeof(w);
+	w.hdr.source = c->i.source_id;
+	w.hdr.ts_ns = c->mc->wm;
+	w.hdr.pid = c->i.pid;
+	err = fn(&w.hdr, ctx);
+	if (!err)
+		c->wm_sent = c->i.watermark_ns = c->mc->wm;
+	return err;
+}
+
+/*
+ * Drains a marker ring: its committed slots' records, a LOSS for what the
+ * producers dropped, then the watermark the consumer worked out.
+ */
+static int drain_marks(struct rt_inject_server *s, struct conn *c, rt_event_fn fn, void *ctx,
+		       __u64 now)
+{
+	struct mark_ctx m = { .s = s, .c = c, .fn = fn, .ctx = ctx, .now = now };
+	__u64 drops;
+	int n, err = 0;
+
+	n = rt_mark_cons__drain(c->mc, now, RT_MARK_HORIZON_NS, s->max_batch, mark_one, &m);
+	if (n == -EPROTO) {
+		framing_lost(s, c, "marker slot out of bounds");
+		return 0;
+	}
+	if (n < 0)
+		return n;
+	c->cons = c->mc->cons;
+	if (rt_mark_cons__stalled_ns(c->mc, now) > RT_MARK_ABANDON_NS) {
+		s->st.mark_stalled++;
+		framing_lost(s, c, "a marker slot stayed uncommitted");
+		return n;
+	}
+	drops = rt_mark_cons__new_drops(c->mc);
+	if (drops)
+		err = emit_mark_loss(c, fn, ctx, drops, now);
+	if (!err && c->pending_invalid)
+		err = emit_invalid(c, fn, ctx, now);
+	if (!err && c->mc->wm > c->wm_sent &&
+	    (n > 0 || c->mc->wm - c->wm_sent >= RT_MARK_WM_STEP_NS))
+		err = emit_mark_wm(c, fn, ctx);
+	return err ? err : n;
+}
+
 /*
  * Drains one ring. Returns records passed on or fn's error. The producer
  * may rewrite anything at any time: each field is read once, into a
@@ -565,6 +728,8 @@ static int drain(struct rt_inject_server *s, struct conn *c, rt_event_fn fn, voi
 		if (err)
 			return err;
 	}
+	if (c->mc)
+		return drain_marks(s, c, fn, ctx, now);
 	prod = __atomic_load_n(&c->shm->prod_pos, __ATOMIC_ACQUIRE);
 	if (prod - c->cons > c->size || (prod & (RT_EVENT_ALIGN - 1))) {
 		framing_lost(s, c, "producer position out of bounds");
@@ -639,7 +804,10 @@ int rt_inject_server__consume(struct rt_inject_server *s, rt_event_fn fn, void *
 			return r;
 		total += r;
 		prod = __atomic_load_n(&c->shm->prod_pos, __ATOMIC_ACQUIRE);
-		if (c->broken || (c->i.state == RT_INJECT_CONN_CLOSING && prod == c->cons)) {
+		/* a marker ring's writers are the process's threads: at EOF they
+		 * are gone, and what they left uncommitted never will be */
+		if (c->broken || (c->i.state == RT_INJECT_CONN_CLOSING &&
+				  (prod == c->cons || (c->mc && r < (int)s->max_batch)))) {
 			if (c->i.state == RT_INJECT_CONN_CLOSING)
 				dlog("inject: source %u (pid %u) finished", c->i.source_id,
 				     c->i.pid);

@@ -15,11 +15,19 @@ is compared with the server's own truth log:
   with --markers: queue, tokenize, prefill, decode, comm_wait, postprocess
                                                    within 2 ms or 3%
 
+  --marker-path shm: the markers reach the daemon only through the shared-
+                     memory ring (REQTRACE_MARKER_SHM=1: no uprobe fallback),
+                     and the same checks hold; status shows the ring's
+                     records, none late or invalid
+  --marker-path uprobe: only through the uprobes (REQTRACE_MARKER_SHM=0)
+
 usage: live_fidelity.py [--server testbed|asyncio] [--io MODE] [--markers]
+                        [--marker-path auto|shm|uprobe]
                         [--scenario NAME] [--requests N] [--concurrency C]
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -210,19 +218,59 @@ def phases_sum(spans, label):
     check(not bad, "%s phases sum to duration_ms within 1 ms (off: %s)" % (label, bad[:4]))
 
 
+def replay_equal(rec, live, label):
+    """The recording replays into the live spans: the marker source's
+    watermarks (written by the daemon for a ring) are in the recording."""
+    r = subprocess.run([lc.REQTRACE, "replay", rec, "--json"], capture_output=True, text=True)
+    check(r.returncode == 0, "%s replay exits 0: %s" % (label, r.stderr.strip()[-300:]))
+    replayed = {}
+    for line in r.stdout.splitlines():
+        s = json.loads(line)
+        replayed[s["request_id"]] = s  # the last revision wins, as in the store
+    diffs = []
+    for rid, s in live.items():
+        o = replayed.get(rid)
+        if o is None:
+            diffs.append((rid, "missing"))
+            continue
+        for k in ("start_ns", "received_ns", "first_token_ns", "end_ns", "events_out",
+                  "outcome", "phases", "phase_source", "cpu", "status", "flags"):
+            if s.get(k) != o.get(k):
+                diffs.append((rid, k, s.get(k), o.get(k)))
+    check(not diffs and len(live) > 0, "%s replay of the recording equals the %d live spans "
+          "(diffs: %s)" % (label, len(live), diffs[:3]))
+
+
+def marker_session(st, pid):
+    """The marker library's ring session of pid in `status`, or None."""
+    for s in st.get("marker_rings", []):
+        if s["pid"] == pid:
+            return s
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default="testbed", choices=("testbed", "asyncio"))
     ap.add_argument("--io", default="readwrite")
     ap.add_argument("--markers", action="store_true")
+    ap.add_argument("--marker-path", default="auto", choices=("auto", "shm", "uprobe"))
     ap.add_argument("--scenario", default="healthy")
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--concurrency", type=int, default=8)
     a = ap.parse_args()
     lc.require_root()
     label = "%s/%s%s" % (a.server, a.io, "/markers" if a.markers else "")
+    if a.marker_path != "auto":
+        label += "/" + a.marker_path
     d = tb.tmpdir()
     truth_path = os.path.join(d, "truth.jsonl")
+    # the marker library finds the daemon's injection socket through the environment
+    inject_sock = os.path.join(d, "inject.sock")
+    env = os.environ.copy()
+    if a.marker_path != "auto":
+        env["REQTRACE_SOCKET"] = inject_sock
+        env["REQTRACE_MARKER_SHM"] = "1" if a.marker_path == "shm" else "0"
 
     if a.server == "testbed":
         # a tokenizer stage long enough that 5% of it is more than the cost
@@ -235,7 +283,7 @@ def main():
         # calls: on 2 cores a handler preempted between write() returning and
         # its truth stamp makes the truth late by the runqueue wait (seen: 3 ms),
         # which would measure the truth's error, not the tracer's.
-        server = tb.Testbed(args, wrap=["chrt", "-f", "10"])
+        server = tb.Testbed(args, env=env, wrap=["chrt", "-f", "10"])
         port, pid = server.port, server.pid
     else:
         srv_err = open(os.path.join(d, "asyncio.log"), "w")
@@ -246,8 +294,21 @@ def main():
         line = proc.stdout.readline()
         port, pid = int(line.strip().rsplit(":", 1)[1]), proc.pid
 
-    daemon = lc.Daemon(["--pid", str(pid)])
+    dargs = ["--pid", str(pid), "--inject-socket", inject_sock]
+    rec = os.path.join(d, "events.rtrace")
+    if a.marker_path != "auto":
+        dargs += ["--record", rec]
+    daemon = lc.Daemon(dargs)
+    live = {}
     try:
+        if a.marker_path == "shm":
+            # the library connects at start (REQTRACE_MARKER_SHM=1), retrying
+            # until the daemon knows its pid: wait for its ring before the load
+            deadline = time.time() + 30
+            while time.time() < deadline and not marker_session(daemon.status(), pid):
+                time.sleep(0.2)
+            check(marker_session(daemon.status(), pid) is not None,
+                  "%s the testbed's marker library has a ring" % label)
         # non-streamed requests: no first token, no events (docs/spans.md)
         nonstream, r = lc.run_load(port, "--concurrency", 4, "--requests", 16,
                                    "--id-prefix", "ns-")
@@ -277,6 +338,15 @@ def main():
         compare_events(spans, streamed, label)
         phases_sum(spans, label)
         st = daemon.status()
+        ms = marker_session(st, pid)
+        if a.marker_path == "shm":
+            check(ms is not None and ms["records"] >= 6 * a.requests and ms["late"] == 0
+                  and ms["invalid"] == 0 and ms["lost"] == 0,
+                  "%s the markers came through the ring, none late, invalid or lost: %s"
+                  % (label, ms))
+        if a.marker_path == "uprobe":
+            check(ms is None, "%s no marker ring without REQTRACE_MARKER_SHM" % label)
+        live = {s["request_id"]: s for s in daemon.spans()}
         check(all(v == 0 for v in st["drops"].values()),
               "%s zero drops on a normal run: %s" % (label, {k: v for k, v in
                                                            st["drops"].items() if v}))
@@ -313,6 +383,8 @@ def main():
             proc.wait(10)
         code = daemon.stop()
         check(code == 0, "reqtraced shut down cleanly on SIGTERM (exit %s)" % code)
+    if a.marker_path != "auto":
+        replay_equal(rec, live, label)
     lc.finish()
 
 

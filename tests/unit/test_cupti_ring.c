@@ -198,8 +198,10 @@ static void test_layout(void **state)
 {
 	(void)state;
 	assert_int_equal(sizeof(struct rt_inject_msg_hdr), 16);
-	assert_int_equal(sizeof(struct rt_inject_hello), 64);
+	assert_int_equal(sizeof(struct rt_inject_hello), 72);
 	assert_int_equal(offsetof(struct rt_inject_hello, lost_unconnected), 40);
+	/* role was appended: a 64-byte HELLO is a CUPTI one */
+	assert_int_equal(offsetof(struct rt_inject_hello, role), 64);
 	assert_int_equal(sizeof(struct rt_inject_welcome), 48);
 	assert_int_equal(offsetof(struct rt_inject_welcome, ring_data_size), 40);
 	assert_int_equal(sizeof(struct rt_inject_status_msg), 24);

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """reqtrace phase markers for Python engines (ctypes binding of libreqtrace_marker.so).
 
-Each call is a no-op that the reqtrace daemon observes with a uprobe; with
-nothing attached it costs a ctypes call. The library is found through the
+Each call hands its record to the reqtrace daemon through shared memory
+(docs/markers.md), or is seen by a uprobe; with nothing attached it costs a
+ctypes call. The library is found through the
 REQTRACE_MARKER_LIB environment variable (a path), else by its soname
 libreqtrace_marker.so.1 on the loader's path. When it cannot be loaded every
 function is a silent no-op and AVAILABLE is False, so an engine can always

@@ -12,6 +12,10 @@
  * out of shared memory before it is checked, and a ring whose framing is
  * lost is dropped (the process may reconnect and get a fresh one).
  *
+ * A marker library (HELLO role RT_INJECT_ROLE_MARKER) gets a marker ring
+ * instead (include/reqtrace/mark_ring.h, sources/mark_ring.h): only marker
+ * records pass, and the server writes the source's watermarks itself.
+ *
  * Each accepted process is a source of its own: a source id from
  * opts.first_source_id upward, an RT_EV_SOURCE_INFO before its first
  * record, and its own watermark (its RT_EV_WATERMARK records, passed on).
@@ -39,6 +43,11 @@
 #define RT_INJECT_PAST_SLACK_NS 600000000000ULL
 #define RT_INJECT_MAX_DURATION_NS 86400000000000ULL /* longest activity or call: 1 day */
 #define RT_INJECT_MAX_DEVICE 4096 /* device ids at or above are invalid */
+/* marker rings (docs/markers.md): how long an uncommitted slot may hold the
+ * source's watermark back, and after how long such a ring is given up */
+#define RT_MARK_HORIZON_NS 200000000ULL
+#define RT_MARK_ABANDON_NS 10000000000ULL
+#define RT_MARK_WM_STEP_NS 1000000ULL /* an idle marker source's watermark: at most 1 per ms */
 
 struct rt_inject_server_opts {
 	const char *path; /* socket path; NULL: RT_INJECT_SOCKET_DEFAULT */
@@ -76,6 +85,9 @@ struct rt_inject_conn_info {
 	__u64 lost; /* sum of the counts of the LOSS records it sent */
 	__u64 lost_unconnected; /* HELLO: dropped while no daemon was there */
 	char comm[16]; /* from HELLO (untrusted, NUL-terminated) */
+	__u32 role; /* enum rt_inject_role: CUPTI or a marker ring */
+	__u32 _pad;
+	__u64 late; /* marker records stamped before the watermark already sent */
 };
 
 struct rt_inject_server_stats {
@@ -87,6 +99,10 @@ struct rt_inject_server_stats {
 	__u64 invalid; /* records that failed a check */
 	__u64 framing; /* rings dropped because their framing was lost */
 	__u64 lost; /* counts of LOSS records passed on */
+	__u64 mark_records; /* of records: from marker rings */
+	__u64 mark_late; /* marker records behind their source's watermark (passed on) */
+	__u64 mark_invalid; /* of invalid: from marker rings */
+	__u64 mark_stalled; /* marker rings given up: a slot stayed uncommitted */
 	__u32 conns; /* sessions now */
 	__u32 _pad;
 };
