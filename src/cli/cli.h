@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "correlate/gpu.h"
+#include "verdict/findings.h"
+
 struct rt_span;
 
 /* Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input file. */
@@ -58,7 +61,17 @@ struct rt_cli_rec {
 	 * recorded: the recording's boot, not this one, dates its instants */
 	int64_t epoch_offset_ns;
 	char host[64];
+	/* PCIe/NVLink traffic from the recording's LINK_SAMPLE records */
+	uint32_t n_links;
+	struct rt_verdict_link links[RT_GPU_LINKS_MAX];
 };
+
+/* The correlator's link series as the verdict's links (why_links.c). */
+void rt_cli_links_from_gpu(const struct rt_gpu_links *gl, struct rt_verdict_link *out, uint32_t max,
+			   uint32_t *n);
+/* The same from the daemon's status ("nvml"): 0, or a CLI exit code. */
+int rt_cli_links_from_daemon(const char *socket_path, struct rt_verdict_link *out, uint32_t max,
+			     uint32_t *n);
 
 /*
  * Replay the recording at path into out (rec.c). Returns 0, or a CLI exit

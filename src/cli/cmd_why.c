@@ -33,6 +33,8 @@ int rt_cmd_why(struct rt_cli *cli, int argc, char **argv)
 	struct rt_span *spans = NULL;
 	struct rt_verdict *v = NULL;
 	struct rt_findings *fs = NULL;
+	struct rt_verdict_link live_links[RT_GPU_LINKS_MAX];
+	struct rt_verdict_extra extra = { 0 };
 	bool json = false;
 	const char *file = NULL;
 	uint64_t since = 0;
@@ -70,15 +72,21 @@ int rt_cmd_why(struct rt_cli *cli, int argc, char **argv)
 		rc = rt_cli_rec_load(file, &rec);
 		spans = rec.spans;
 		n = rec.n_spans;
+		extra.links = rec.links;
+		extra.n_links = rec.n_links;
 	} else {
 		rc = rt_client_spans(cli->socket_path, since, &spans, &n);
+		if (!rc)
+			rc = rt_cli_links_from_daemon(cli->socket_path, live_links,
+						      RT_GPU_LINKS_MAX, &extra.n_links);
+		extra.links = live_links;
 	}
 	if (rc)
 		goto cleanup;
 	v = malloc(sizeof(*v));
 	fs = calloc(1, sizeof(*fs));
 	if (!v || !fs || rt_verdict_compute(spans, n, v) ||
-	    rt_findings_compute(spans, n, v, NULL, fs)) {
+	    rt_findings_compute(spans, n, v, &extra, fs)) {
 		fprintf(stderr, "reqtrace: out of memory\n");
 		rc = RT_EXIT_FAIL;
 		goto cleanup;

@@ -129,6 +129,15 @@ int rt_cli_rec_load_ex(const char *path, struct rt_cli_rec *out, const struct rt
 		out->open[i].age_ns = out->end_ns > out->open[i].start_ns ?
 					      (int64_t)(out->end_ns - out->open[i].start_ns) :
 					      0;
+	{
+		struct rt_gpu_links *gl = calloc(1, sizeof(*gl));
+
+		if (gl) {
+			rt_gpu_links(rt_pipeline__correlator(pl), gl);
+			rt_cli_links_from_gpu(gl, out->links, RT_GPU_LINKS_MAX, &out->n_links);
+			free(gl);
+		}
+	}
 	rt_correlator__stats(rt_pipeline__correlator(pl), &cs);
 	out->lost_records = cs.lost_records;
 	out->late_events = cs.late_events;

@@ -93,6 +93,59 @@ def one(fakes, mode):
     check(ev["waiting_share"] >= 0.5, "%s: waiting share %.2f" % (what, ev["waiting_share"]))
 
 
+FAKE_NVML = os.path.join(lc.BIN, "tests", "fake_nvml", "libnvidia-ml.so.1")
+PCIE_MAX = 31504000000  # gen 4 x16, bytes/s per direction (docs/gpu.md, "Links")
+
+
+def transfer(doc, what):
+    """The transfer_bound finding's link evidence: the fake's PCIe at 80%."""
+    f = [x for x in doc["findings"] if x["kind"] == "transfer_bound"]
+    if not check(f, "%s: transfer_bound is among the findings (%s)"
+                 % (what, [x["kind"] for x in doc["findings"]])):
+        return
+    links = f[0]["evidence"].get("links") or []
+    pcie = [x for x in links if x["device"] == 0 and x["link"] == "pcie"]
+    check(pcie and abs(pcie[0]["utilisation"] - 0.8) <= 0.05 and pcie[0]["tx_bytes"] > 0,
+          "%s: its evidence has device 0's PCIe at 80%% with the bytes it moved (%s)"
+          % (what, links))
+
+
+def links(fakes):
+    """transfer_bound with the fake NVML's link counters, live and from the recording."""
+    d = tb.tmpdir()
+    rec = os.path.join(d, "links.rtrace")
+    env = dict(os.environ, LD_LIBRARY_PATH=fakes, RT_FAKE_CUDA_COPY_NS=str(COPY_NS),
+               RT_FAKE_CUDA_COPY_GBPS=str(COPY_GBPS))
+    denv = dict(os.environ, REQTRACE_NVML_LIB=FAKE_NVML, RT_FAKE_NVML_DEVICES="1",
+                RT_FAKE_NVML_PCIE_GEN="4", RT_FAKE_NVML_PCIE_WIDTH="16",
+                RT_FAKE_NVML_PCIE_TX_BPS=str(PCIE_MAX * 8 // 10),
+                RT_FAKE_NVML_PCIE_RX_BPS=str(PCIE_MAX // 10))
+    server = tb.Testbed(["--scenario", tb.scenario("healthy"), "--port", "0", "--backend",
+                         "cuda", "--set", "decode_base_ms=4", "--set", "prefill_base_ms=5"],
+                        env=env, wrap=["chrt", "-f", "10"])
+    daemon = lc.Daemon(["--pid", str(server.pid), "--record", rec], env=denv)
+    what = "gpu links"
+    try:
+        check(wait_attached(daemon), "%s: reqtraced attached the GPU uprobes" % what)
+        lines, _ = lc.run_load(server.port, "--concurrency", 2, "--requests", 10, "--stream",
+                               "--max-tokens", 8, "--id-prefix", "l-")
+        ids = {x["request_id"] for x in lines}
+        daemon.wait_spans(len(ids), ids=ids)
+        time.sleep(2.5)  # NVML is read every second: a few samples in the window
+        r = subprocess.run([lc.REQTRACE, "--socket", daemon.sock, "why", "--json"],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, "%s: why --json exits 0 (%s)" % (what, r.stderr))
+        live = json.loads(r.stdout) if r.returncode == 0 else None
+    finally:
+        check(server.stop() == 0 and daemon.stop() == 0, "%s: testbed and reqtraced exit 0" % what)
+    if live:
+        transfer(live, what + " (live)")
+    r = subprocess.run([lc.REQTRACE, "why", "--json", "--file", rec], capture_output=True,
+                       text=True, timeout=60)
+    if check(r.returncode == 0, "%s: why --json --file exits 0 (%s)" % (what, r.stderr)):
+        transfer(json.loads(r.stdout), what + " (recording)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fakes", required=True)
@@ -102,6 +155,9 @@ def main():
         lc.cannot_run("libcuda.so.1 is not built in %s" % a.fakes)
     for mode in vs.MODES:
         one(a.fakes, mode)
+    if not os.path.exists(FAKE_NVML):
+        lc.cannot_run("%s is not built" % FAKE_NVML)
+    links(a.fakes)
     lc.finish()
 
 
