@@ -18,6 +18,7 @@
  * and no record is late.
  *
  *   bench_pipeline [--copies N] [--stagger-us U] [--reps R] [--file PATH] [--keep]
+ *                [--only STAGE (0 read, 1 merge, 2 pipeline, 3 JSON: for a profiler)]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -312,6 +313,14 @@ static const struct rt_event_hdr *copy_rec(const struct tmpl *t, size_t i, uint3
 
 		e->child_pid = map_pid(e->child_pid, base);
 		e->child_tid = map_pid(e->child_tid, base);
+		break;
+	}
+	case RT_EV_TARGET: {
+		struct rt_ev_target *e = (void *)h;
+
+		/* each copy is a server of its own, as separate deployments would be */
+		e->group_id = k + 1;
+		snprintf(e->group, sizeof(e->group), "%.20s-%u", t->name, k);
 		break;
 	}
 	case RT_EV_PROC_EXEC: {
@@ -661,11 +670,12 @@ int main(int argc, char **argv)
 		{ "reps", required_argument, NULL, 'r' },
 		{ "file", required_argument, NULL, 'f' },
 		{ "keep", no_argument, NULL, 'k' },
+		{ "only", required_argument, NULL, 'o' },
 		{ 0 },
 	};
 	uint32_t copies = 10000;
 	uint64_t stagger = 80 * US, n_rec = 0;
-	int reps = 5, c, err, st, i;
+	int reps = 5, only = -1, c, err, st, i;
 	const char *path = NULL;
 	char defpath[256];
 	bool keep = false;
@@ -689,9 +699,12 @@ int main(int argc, char **argv)
 		case 'k':
 			keep = true;
 			break;
+		case 'o':
+			only = atoi(optarg);
+			break;
 		default:
 			fprintf(stderr, "usage: bench_pipeline [--copies N] [--stagger-us U] "
-					"[--reps R] [--file PATH] [--keep]\n");
+					"[--reps R] [--file PATH] [--keep] [--only 0-3]\n");
 			return 2;
 		}
 	}
@@ -718,6 +731,8 @@ int main(int argc, char **argv)
 	/* interleaved, so that a busy neighbour slows every stage alike */
 	for (i = 0; i < reps; i++) {
 		for (st = 0; st < ST__N; st++) {
+			if (only >= 0 && st != only)
+				continue;
 			err = run_stage(path, (enum stage)st, &secs[st * reps + i], &res[st]);
 			if (err < 0) {
 				fprintf(stderr, "bench_pipeline: %s: %s\n", stage_name[st],
@@ -731,6 +746,8 @@ int main(int argc, char **argv)
 	for (st = 0; st < ST__N; st++) {
 		double *v = &secs[st * reps], med;
 
+		if (only >= 0 && st != only)
+			continue;
 		qsort(v, (size_t)reps, sizeof(*v), dbl_cmp);
 		med = reps % 2 ? v[reps / 2] : (v[reps / 2 - 1] + v[reps / 2]) / 2;
 		printf("%-18s %12.2f %12.2f %12.2f %12.1f\n", stage_name[st],
