@@ -273,8 +273,7 @@ static void map_ids(char *p, size_t len, const char *name, const char code[4])
 	}
 }
 
-static const struct rt_event_hdr *copy_rec(const struct tmpl *t, size_t i, uint32_t k,
-					   uint64_t d)
+static const struct rt_event_hdr *copy_rec(const struct tmpl *t, size_t i, uint32_t k, uint64_t d)
 {
 	const struct rt_event_hdr *src = (const void *)(t->buf + t->off[i]);
 	struct rt_event_hdr *h = (void *)scratch;
@@ -532,7 +531,10 @@ cleanup:
 enum stage { ST_READ, ST_MERGE, ST_PIPELINE, ST_JSON, ST__N };
 
 static const char *const stage_name[ST__N] = {
-	"read", "read+merge", "pipeline (store)", "pipeline+JSON",
+	"read",
+	"read+merge",
+	"pipeline (store)",
+	"pipeline+JSON",
 };
 
 struct run {
