@@ -348,6 +348,7 @@ static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
 		r->span.flags |= RT_SPAN_INCOMPLETE;
 	r->span.received_ns = io->exit;
 	r->state = RT_REQ_WAITING;
+	rt_req_set_changed(c, r);
 	if (conn->n_fifo >= RT_CONN_FIFO_MAX) {
 		/* a client pipelining this deep: give up on the oldest */
 		struct rt_req *old = rt_req_get(c, conn->fifo[0]);
@@ -452,6 +453,7 @@ static void resp_on_begin(void *ctx)
 	if (!r)
 		return;
 	r->state = RT_REQ_RESPONDING;
+	rt_req_set_changed(c, r);
 	r->resp_first_enter = io->enter;
 }
 

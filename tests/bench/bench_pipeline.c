@@ -19,6 +19,7 @@
  *
  *   bench_pipeline [--copies N] [--stagger-us U] [--reps R] [--file PATH] [--keep]
  *                [--only STAGE (0 read, 1 merge, 2 pipeline, 3 JSON: for a profiler)]
+ *                [--dump SPANS.jsonl (every span, to compare two builds)]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -541,6 +542,7 @@ struct run {
 	struct rt_store *store;
 	struct rt_jsonw w;
 	bool json;
+	FILE *dump;
 	uint64_t spans, json_bytes;
 };
 
@@ -554,6 +556,8 @@ static void on_span(const struct rt_span *s, void *ctx)
 		rt_jsonw_reset(&r->w);
 		rt_span_to_json(&r->w, s);
 		r->json_bytes += strlen(rt_jsonw_str(&r->w));
+		if (r->dump)
+			fprintf(r->dump, "%s\n", rt_jsonw_str(&r->w));
 	}
 }
 
@@ -577,7 +581,7 @@ struct result {
 	struct rt_correlator_stats cs;
 };
 
-static int run_stage(const char *path, enum stage st, double *secs, struct result *res)
+static int run_stage(const char *path, enum stage st, FILE *dump, double *secs, struct result *res)
 {
 	struct rt_trace_reader *rd;
 	struct rt_pipeline *pl = NULL;
@@ -597,6 +601,7 @@ static int run_stage(const char *path, enum stage st, double *secs, struct resul
 	if (st >= ST_PIPELINE) {
 		r.store = rt_store__new(&so);
 		r.json = st == ST_JSON;
+		r.dump = dump;
 		rt_jsonw_init(&r.w, 0);
 		po.corr.on_span = on_span;
 		po.corr.ctx = &r;
@@ -673,12 +678,13 @@ int main(int argc, char **argv)
 		{ "file", required_argument, NULL, 'f' },
 		{ "keep", no_argument, NULL, 'k' },
 		{ "only", required_argument, NULL, 'o' },
+		{ "dump", required_argument, NULL, 'd' },
 		{ 0 },
 	};
 	uint32_t copies = 10000;
 	uint64_t stagger = 80 * US, n_rec = 0;
 	int reps = 5, only = -1, c, err, st, i;
-	const char *path = NULL;
+	const char *path = NULL, *dump = NULL;
 	char defpath[256];
 	bool keep = false;
 	double *secs;
@@ -704,9 +710,13 @@ int main(int argc, char **argv)
 		case 'o':
 			only = atoi(optarg);
 			break;
+		case 'd':
+			dump = optarg;
+			break;
 		default:
-			fprintf(stderr, "usage: bench_pipeline [--copies N] [--stagger-us U] "
-					"[--reps R] [--file PATH] [--keep] [--only 0-3]\n");
+			fprintf(stderr,
+				"usage: bench_pipeline [--copies N] [--stagger-us U] "
+				"[--reps R] [--file PATH] [--keep] [--only 0-3] [--dump F]\n");
 			return 2;
 		}
 	}
@@ -727,6 +737,16 @@ int main(int argc, char **argv)
 	}
 	printf("recording: %s, %llu records, %u copies of %zu templates, stagger %llu us\n", path,
 	       (unsigned long long)n_rec, copies, n_tmpls, (unsigned long long)(stagger / US));
+	if (dump) {
+		/* every span as JSON, to compare two builds; not timed */
+		FILE *f = fopen(dump, "w");
+		double s;
+
+		if (!f || run_stage(path, ST_JSON, f, &s, &res[ST_JSON]) < 0 || fclose(f)) {
+			fprintf(stderr, "bench_pipeline: --dump %s failed\n", dump);
+			return 1;
+		}
+	}
 	secs = calloc((size_t)reps * ST__N, sizeof(*secs));
 	if (!secs)
 		return 1;
@@ -735,7 +755,7 @@ int main(int argc, char **argv)
 		for (st = 0; st < ST__N; st++) {
 			if (only >= 0 && st != only)
 				continue;
-			err = run_stage(path, (enum stage)st, &secs[st * reps + i], &res[st]);
+			err = run_stage(path, (enum stage)st, NULL, &secs[st * reps + i], &res[st]);
 			if (err < 0) {
 				fprintf(stderr, "bench_pipeline: %s: %s\n", stage_name[st],
 					strerror(-err));
