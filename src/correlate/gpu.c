@@ -88,6 +88,30 @@ static uint64_t set_ver(const struct rt_correlator *c, const struct rt_proc *p)
 }
 
 /*
+ * The engine set from the lists of p's group (p alone without a group):
+ * what the table scan below finds, unordered. RT_GPU_SHARE_MAX + 1 when
+ * there are more.
+ */
+static uint32_t listed_set(struct rt_correlator *c, struct rt_proc *p, uint64_t *out)
+{
+	struct rt_proc *q = p->group_id ? rt_hmap_get(&c->groups, p->group_id) : p;
+	uint32_t n = 0;
+
+	for (; q; q = p->group_id ? q->gnext : NULL) {
+		const struct rt_req *r;
+
+		for (r = q->reqs; r; r = r->pnext) {
+			if (r->ended || r->state == RT_REQ_RECEIVING)
+				continue;
+			if (n == RT_GPU_SHARE_MAX)
+				return RT_GPU_SHARE_MAX + 1;
+			out[n++] = r->serial;
+		}
+	}
+	return n;
+}
+
+/*
  * The engine set of pid's group, oldest request first. The request table
  * only changes on non-GPU records, so the set is reused while nothing else
  * arrived (an engine step is a run of GPU records). Each process also keeps
@@ -118,6 +142,12 @@ static uint32_t engine_set(struct rt_correlator *c, uint32_t pid, uint64_t *out)
 		memcpy(out, p->eset->serial, n * sizeof(*out));
 		goto done;
 	}
+	if (p && !c->orphan_reqs && !c->groups_lost) {
+		n = listed_set(c, p, out);
+		if (n <= RT_GPU_SHARE_MAX)
+			goto sort;
+		n = 0; /* truncated: which ones the scan keeps is the table's order */
+	}
 	while ((pos = rt_hmap_next(&c->reqs, pos, NULL, &val)) != 0) {
 		const struct rt_req *r = val;
 
@@ -129,6 +159,7 @@ static uint32_t engine_set(struct rt_correlator *c, uint32_t pid, uint64_t *out)
 		}
 		out[n++] = r->serial;
 	}
+sort:
 	qsort(out, n, sizeof(*out), cmp_serial);
 	if (p && n < RT_GPU_SHARE_MAX && (p->eset || (p->eset = malloc(sizeof(*p->eset))))) {
 		p->eset->procs_ver = c->procs_ver;

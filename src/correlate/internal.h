@@ -54,6 +54,9 @@ struct rt_proc {
 	char comm[RT_COMM_LEN];
 	uint64_t set_ver; /* group 0: bumped when its requests join or leave an engine set */
 	struct rt_engine_set *eset; /* gpu.c: its engine set, made on its first GPU call */
+	struct rt_req *reqs; /* its requests in flight (rt_req.pnext) */
+	struct rt_proc *gnext, *gprev; /* the other processes of its group (rt_correlator.groups) */
+	bool glinked;
 };
 
 /* slots of rt_correlator.group_ver: groups that share one only invalidate more often */
@@ -72,6 +75,9 @@ struct rt_req {
 	int32_t fd;
 	enum rt_req_state state;
 	bool id_from_header;
+	/* on its process's list; NULL: its process was not known (counted in orphan_reqs) */
+	struct rt_proc *proc;
+	struct rt_req *pnext, *pprev;
 	struct rt_span span;
 
 	uint64_t last_activity;
@@ -255,6 +261,15 @@ struct rt_correlator {
 	 */
 	uint64_t group_ver[RT_GROUP_VER_SLOTS];
 	uint64_t procs_ver;
+	/*
+	 * The engine set without scanning every request: group id → its first
+	 * process (rt_proc.gnext), each with its requests. Requests whose
+	 * process was unknown or is gone, or a group that could not be listed,
+	 * make gpu.c scan the request table as before.
+	 */
+	struct rt_hmap groups;
+	uint64_t orphan_reqs;
+	bool groups_lost;
 
 	/* an ARRIVAL for a connection not known yet (first seen by that very
 	 * read): held here until its RECV makes the connection */
@@ -273,6 +288,8 @@ void rt_req_set_id(struct rt_correlator *c, struct rt_req *r, const char *id);
 void rt_req_set_changed(struct rt_correlator *c, const struct rt_req *r);
 /* Frees a process that is no longer in c->procs. */
 void rt_proc_free(struct rt_proc *p);
+/* p leaves c->procs: off its group's list, its requests orphaned. */
+void rt_proc_drop(struct rt_correlator *c, struct rt_proc *p);
 /* Drops r without a span (it was never a valid request). */
 void rt_req_discard(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
 /* Ends r: finalises and emits its span, releases ownerships, frees it. */
