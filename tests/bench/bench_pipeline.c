@@ -20,6 +20,7 @@
  *   bench_pipeline [--copies N] [--stagger-us U] [--reps R] [--file PATH] [--keep]
  *                [--only STAGE (0 read, 1 merge, 2 pipeline, 3 JSON: for a profiler)]
  *                [--dump SPANS.jsonl (every span, to compare two builds)]
+ *                [--one-group (all copies in one target group)]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -60,6 +61,7 @@ struct tmpl {
 static struct tmpl *tmpls;
 static size_t n_tmpls;
 static _Alignas(8) unsigned char scratch[RT_EVENT_MAX];
+static bool one_group; /* every copy in the generator's group: engine sets of thousands */
 
 static int tmpl_add(struct tmpl *t, const void *ev, size_t size)
 {
@@ -319,6 +321,8 @@ static const struct rt_event_hdr *copy_rec(const struct tmpl *t, size_t i, uint3
 		struct rt_ev_target *e = (void *)h;
 
 		/* each copy is a server of its own, as separate deployments would be */
+		if (one_group)
+			break;
 		e->group_id = k + 1;
 		snprintf(e->group, sizeof(e->group), "%.20s-%u", t->name, k);
 		break;
@@ -679,6 +683,7 @@ int main(int argc, char **argv)
 		{ "keep", no_argument, NULL, 'k' },
 		{ "only", required_argument, NULL, 'o' },
 		{ "dump", required_argument, NULL, 'd' },
+		{ "one-group", no_argument, NULL, 'g' },
 		{ 0 },
 	};
 	uint32_t copies = 10000;
@@ -712,6 +717,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			dump = optarg;
+			break;
+		case 'g':
+			one_group = true;
 			break;
 		default:
 			fprintf(stderr,
