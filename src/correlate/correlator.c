@@ -643,7 +643,7 @@ struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts)
 	    rt_hmap_init(&c->conns, c->o.max_conns) || rt_hmap_init(&c->reqs, c->o.max_requests) ||
 	    rt_hmap_init(&c->req_ids, c->o.max_requests) ||
 	    rt_hmap_init(&c->binds, c->o.max_requests) || rt_hmap_init(&c->ends, c->o.max_conns) ||
-	    rt_hmap_init(&c->groups, c->o.max_procs))
+	    rt_hmap_init(&c->groups, c->o.max_procs) || rt_hmap_init(&c->conns_of, c->o.max_conns))
 		goto cleanup;
 	c->recent = calloc(c->o.recent_spans, sizeof(*c->recent));
 	if (!c->recent)
@@ -708,6 +708,7 @@ void rt_correlator__free(struct rt_correlator *c)
 	rt_hmap_fini(&c->binds);
 	rt_hmap_fini(&c->ends);
 	rt_hmap_fini(&c->groups);
+	rt_hmap_fini(&c->conns_of);
 	free(c->recent);
 	free(c);
 }

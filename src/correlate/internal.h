@@ -190,6 +190,7 @@ struct rt_conn {
 	uint32_t pid;
 	int32_t fd;
 	bool predates; /* first seen by its I/O: the parser joined mid-stream */
+	bool counted; /* in rt_correlator.conns_of */
 	bool rx_seen; /* a read of it returned bytes */
 	struct rt_arrival arrival;
 	uint64_t established_ns; /* handshake completed (ARRIVAL), 0: unknown */
@@ -270,6 +271,10 @@ struct rt_correlator {
 	struct rt_hmap groups;
 	uint64_t orphan_reqs;
 	bool groups_lost;
+	/* pid → its connections in c->conns (a count, as a pointer): a process
+	 * exit finds nothing to close without scanning every connection */
+	struct rt_hmap conns_of;
+	bool conns_of_lost;
 
 	/* an ARRIVAL for a connection not known yet (first seen by that very
 	 * read): held here until its RECV makes the connection */
