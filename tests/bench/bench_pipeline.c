@@ -427,7 +427,7 @@ static int write_recording(const char *path, uint32_t copies, uint64_t stagger, 
 	};
 	struct rt_trace_writer *w = NULL;
 	size_t total = 0, e = 0, i;
-	uint64_t start_min[N_SRC];
+	uint64_t start_min[N_SRC], all;
 	struct ent *ents = NULL;
 	uint32_t *pos = NULL, lo = 0, k;
 	int err = -ENOMEM, s;
@@ -482,11 +482,19 @@ static int write_recording(const char *path, uint32_t copies, uint64_t stagger, 
 		/* each source's watermark: the oldest record any copy has still to send */
 		while (lo < copies && pos[lo] == tmpls[lo % n_tmpls].n)
 			lo++;
-		for (s = 1; s < N_SRC; s++) {
+		/*
+		 * and the daemon's (source 0: the writer's CLOCK records), as
+		 * reqtraced writes one: the oldest record of any source to come
+		 */
+		all = UINT64_MAX;
+		for (s = N_SRC; s-- > 0;) {
 			struct rt_ev_watermark wm;
 			uint64_t min = UINT64_MAX;
 
-			for (k = lo; k < copies; k++) {
+			if (!s)
+				min = all;
+
+			for (k = lo; k < copies && s; k++) {
 				const struct tmpl *tk = &tmpls[k % n_tmpls];
 				uint64_t v = tk->sufmin[s][pos[k]];
 
@@ -498,6 +506,8 @@ static int write_recording(const char *path, uint32_t copies, uint64_t stagger, 
 			}
 			if (min == UINT64_MAX)
 				continue;
+			if (min < all)
+				all = min;
 			memset(&wm, 0, sizeof(wm));
 			wm.hdr.kind = RT_EV_WATERMARK;
 			wm.hdr.size = sizeof(wm);
