@@ -92,6 +92,7 @@ struct rt_merge {
 	size_t heap_n, heap_cap;
 	struct run runs[N_RUNS];
 	size_t run_n; /* entries in all runs */
+	int last_run; /* the run the previous record went to */
 	struct rt_event_hdr **late;
 	size_t late_n, late_cap;
 	__u64 seq;
@@ -273,6 +274,9 @@ static int run_for(struct rt_merge *m, __u64 ts)
 {
 	int i, best = -1, empty = -1;
 
+	/* a stream in order stays on its run without looking at the others */
+	if (m->runs[m->last_run].n && m->runs[m->last_run].tail_ts <= ts)
+		return m->last_run;
 	for (i = 0; i < N_RUNS; i++) {
 		const struct run *r = &m->runs[i];
 
@@ -312,6 +316,7 @@ static void run_push(struct rt_merge *m, struct run *r, struct entry e)
 	r->n++;
 	r->tail_ts = e.ts;
 	m->run_n++;
+	m->last_run = (int)(r - m->runs);
 }
 
 /* Where the oldest held record is: a run's index, N_RUNS for the heap, -1 for none. */
