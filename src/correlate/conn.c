@@ -69,6 +69,10 @@ static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t f
 		free(conn);
 		return NULL;
 	}
+	conn->counted = !rt_hmap_put(&c->conns_of, pid,
+				     (void *)((uintptr_t)rt_hmap_get(&c->conns_of, pid) + 1));
+	if (!conn->counted)
+		c->conns_of_lost = true;
 	return conn;
 }
 
@@ -120,6 +124,14 @@ void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn)
 {
 	if (!conn)
 		return;
+	if (conn->counted) {
+		uintptr_t n = (uintptr_t)rt_hmap_get(&c->conns_of, conn->pid) - 1;
+
+		if (n)
+			rt_hmap_put(&c->conns_of, conn->pid, (void *)n); /* replaces: cannot fail */
+		else
+			rt_hmap_del(&c->conns_of, conn->pid);
+	}
 	if (conn->end_key && rt_hmap_get(&c->ends, conn->end_key) == conn)
 		rt_hmap_del(&c->ends, conn->end_key);
 	rt_stream_fini(&conn->stream);
@@ -348,6 +360,7 @@ static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
 		r->span.flags |= RT_SPAN_INCOMPLETE;
 	r->span.received_ns = io->exit;
 	r->state = RT_REQ_WAITING;
+	rt_req_set_changed(c, r);
 	if (conn->n_fifo >= RT_CONN_FIFO_MAX) {
 		/* a client pipelining this deep: give up on the oldest */
 		struct rt_req *old = rt_req_get(c, conn->fifo[0]);
@@ -454,6 +467,7 @@ static void resp_on_begin(void *ctx)
 	if (!r)
 		return;
 	r->state = RT_REQ_RESPONDING;
+	rt_req_set_changed(c, r);
 	r->resp_first_enter = io->enter;
 }
 
@@ -850,6 +864,8 @@ void rt_conns_proc_exit(struct rt_correlator *c, uint32_t pid, uint64_t ts)
 	uint64_t key;
 	void *val;
 
+	if (!c->conns_of_lost && !rt_hmap_get(&c->conns_of, pid))
+		return; /* none: the walk below would find nothing */
 	/* collect then close: the map must not change while we walk it */
 	do {
 		n = 0;

@@ -34,7 +34,84 @@ struct rt_proc *rt_proc_get(struct rt_correlator *c, uint32_t pid, bool create)
 		free(p);
 		return NULL;
 	}
+	/* in group 0 until told otherwise: no engine set changes */
 	return p;
+}
+
+static void group_link(struct rt_correlator *c, struct rt_proc *p)
+{
+	struct rt_proc *head;
+
+	if (!p->group_id)
+		return;
+	head = rt_hmap_get(&c->groups, p->group_id);
+	if (rt_hmap_put(&c->groups, p->group_id, p)) {
+		c->groups_lost = true; /* the engine set falls back to the table scan */
+		return;
+	}
+	p->gprev = NULL;
+	p->gnext = head;
+	if (head)
+		head->gprev = p;
+	p->glinked = true;
+}
+
+static void group_unlink(struct rt_correlator *c, struct rt_proc *p)
+{
+	if (!p->glinked)
+		return;
+	if (p->gprev)
+		p->gprev->gnext = p->gnext;
+	else if (p->gnext)
+		rt_hmap_put(&c->groups, p->group_id, p->gnext); /* replaces: cannot fail */
+	else
+		rt_hmap_del(&c->groups, p->group_id);
+	if (p->gnext)
+		p->gnext->gprev = p->gprev;
+	p->gnext = p->gprev = NULL;
+	p->glinked = false;
+}
+
+void rt_proc_drop(struct rt_correlator *c, struct rt_proc *p)
+{
+	struct rt_req *r;
+
+	if (!p)
+		return;
+	group_unlink(c, p);
+	while ((r = p->reqs) != NULL) {
+		p->reqs = r->pnext;
+		r->proc = NULL;
+		r->pnext = r->pprev = NULL;
+		c->orphan_reqs++;
+	}
+}
+
+/* Requests of p may have joined or left the engine sets of its group. */
+static void group_changed(struct rt_correlator *c, struct rt_proc *p)
+{
+	if (p->group_id)
+		c->group_ver[p->group_id % RT_GROUP_VER_SLOTS]++;
+	else
+		p->set_ver++; /* without a group, only its own set holds them */
+}
+
+void rt_proc_free(struct rt_proc *p)
+{
+	if (!p)
+		return;
+	rt_engine_set_free(p->eset);
+	free(p);
+}
+
+void rt_req_set_changed(struct rt_correlator *c, const struct rt_req *r)
+{
+	struct rt_proc *p = rt_proc_get(c, r->pid, false);
+
+	if (p)
+		group_changed(c, p);
+	else
+		c->procs_ver++;
 }
 
 struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial)
@@ -71,6 +148,15 @@ struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_
 		return NULL;
 	}
 	rt_span_init(&r->span);
+	if (p) {
+		r->proc = p;
+		r->pnext = p->reqs;
+		if (p->reqs)
+			p->reqs->pprev = r;
+		p->reqs = r;
+	} else {
+		c->orphan_reqs++;
+	}
 	r->conn_serial = conn->serial;
 	r->pid = conn->pid;
 	r->fd = conn->fd;
@@ -88,6 +174,17 @@ struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_
 
 static void release(struct rt_correlator *c, struct rt_req *r)
 {
+	rt_req_set_changed(c, r);
+	if (!r->proc) {
+		c->orphan_reqs--;
+	} else {
+		if (r->pprev)
+			r->pprev->pnext = r->pnext;
+		else
+			r->proc->reqs = r->pnext;
+		if (r->pnext)
+			r->pnext->pprev = r->pprev;
+	}
 	if (rt_hmap_get(&c->req_ids, rt_hash_str(r->span.request_id)) == r)
 		rt_hmap_del(&c->req_ids, rt_hash_str(r->span.request_id));
 	if (r->bind_key && (uint64_t)(uintptr_t)rt_hmap_get(&c->binds, r->bind_key) == r->serial)
@@ -139,6 +236,7 @@ void rt_req_end(struct rt_correlator *c, struct rt_req *r, uint64_t end_ns, enum
 	if (r->ended)
 		return;
 	r->ended = true;
+	rt_req_set_changed(c, r);
 	if (end_ns < r->span.start_ns)
 		end_ns = r->span.start_ns;
 	r->span.end_ns = end_ns;
@@ -173,13 +271,19 @@ static void on_target(struct rt_correlator *c, const struct rt_ev_target *ev)
 		/* no longer traced: what is in flight cannot be finished */
 		rt_conns_proc_exit(c, ev->hdr.pid, ev->hdr.ts_ns);
 		rt_hmap_del(&c->procs, ev->hdr.pid);
-		free(p);
+		group_changed(c, p);
+		rt_proc_drop(c, p);
+		rt_proc_free(p);
 		return;
 	}
 	p = rt_proc_get(c, ev->hdr.pid, true);
 	if (!p)
 		return;
+	group_changed(c, p);
+	group_unlink(c, p);
 	p->group_id = ev->group_id;
+	group_link(c, p);
+	group_changed(c, p);
 	memcpy(p->group, ev->group, RT_NAME_LEN);
 	p->group[RT_NAME_LEN - 1] = '\0';
 	if (ev->comm[0]) {
@@ -198,7 +302,11 @@ static void on_task_new(struct rt_correlator *c, const struct rt_ev_task_new *ev
 	if (!(ev->clone_flags & CLONE_THREAD) && ev->child_pid != ev->hdr.pid) {
 		child = rt_proc_get(c, ev->child_pid, true);
 		if (child) {
+			group_changed(c, child);
+			group_unlink(c, child);
 			child->group_id = parent->group_id;
+			group_link(c, child);
+			group_changed(c, child);
 			memcpy(child->group, parent->group, sizeof(child->group));
 			memcpy(child->comm, parent->comm, sizeof(child->comm));
 		}
@@ -219,7 +327,11 @@ static void on_exit_ev(struct rt_correlator *c, const struct rt_ev_proc_exit *ev
 		return;
 	rt_conns_proc_exit(c, ev->hdr.pid, ev->hdr.ts_ns);
 	p = rt_hmap_del(&c->procs, ev->hdr.pid);
-	free(p);
+	if (p) {
+		group_changed(c, p);
+		rt_proc_drop(c, p);
+	}
+	rt_proc_free(p);
 }
 
 /* ---- loss and late records ------------------------------------------------- */
@@ -531,7 +643,8 @@ struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts)
 	    rt_hmap_init(&c->threads, c->o.max_threads) ||
 	    rt_hmap_init(&c->conns, c->o.max_conns) || rt_hmap_init(&c->reqs, c->o.max_requests) ||
 	    rt_hmap_init(&c->req_ids, c->o.max_requests) ||
-	    rt_hmap_init(&c->binds, c->o.max_requests) || rt_hmap_init(&c->ends, c->o.max_conns))
+	    rt_hmap_init(&c->binds, c->o.max_requests) || rt_hmap_init(&c->ends, c->o.max_conns) ||
+	    rt_hmap_init(&c->groups, c->o.max_procs) || rt_hmap_init(&c->conns_of, c->o.max_conns))
 		goto cleanup;
 	c->recent = calloc(c->o.recent_spans, sizeof(*c->recent));
 	if (!c->recent)
@@ -554,10 +667,10 @@ static void free_all(struct rt_hmap *m, void (*fn)(struct rt_correlator *, void 
 	rt_hmap_fini(m);
 }
 
-static void free_plain(struct rt_correlator *c, void *p)
+static void free_proc(struct rt_correlator *c, void *p)
 {
 	(void)c;
-	free(p);
+	rt_proc_free(p);
 }
 
 static void free_req(struct rt_correlator *c, void *p)
@@ -591,11 +704,13 @@ void rt_correlator__free(struct rt_correlator *c)
 	if (c->threads.slots)
 		free_all(&c->threads, free_thread, c);
 	if (c->procs.slots)
-		free_all(&c->procs, free_plain, c);
+		free_all(&c->procs, free_proc, c);
 	rt_hmap_fini(&c->req_ids);
 	rt_hmap_fini(&c->binds);
 	rt_hmap_fini(&c->ends);
 	rt_gpu_device_free(c);
+	rt_hmap_fini(&c->groups);
+	rt_hmap_fini(&c->conns_of);
 	free(c->recent);
 	free(c);
 }

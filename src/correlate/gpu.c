@@ -69,16 +69,63 @@ static bool same_group(struct rt_correlator *c, const struct rt_req *r, uint32_t
 	return p && p->group_id == group_id;
 }
 
+/* A process's engine set as last computed, and the versions it was computed at. */
+struct rt_engine_set {
+	uint64_t procs_ver, ver;
+	uint32_t group_id;
+	uint32_t n;
+	uint64_t serial[RT_GPU_SHARE_MAX];
+};
+
+void rt_engine_set_free(struct rt_engine_set *s)
+{
+	free(s);
+}
+
+static uint64_t set_ver(const struct rt_correlator *c, const struct rt_proc *p)
+{
+	return p->group_id ? c->group_ver[p->group_id % RT_GROUP_VER_SLOTS] : p->set_ver;
+}
+
+/*
+ * The engine set from the lists of p's group (p alone without a group):
+ * what the table scan below finds, unordered. RT_GPU_SHARE_MAX + 1 when
+ * there are more.
+ */
+static uint32_t listed_set(struct rt_correlator *c, struct rt_proc *p, uint64_t *out)
+{
+	struct rt_proc *q = p->group_id ? rt_hmap_get(&c->groups, p->group_id) : p;
+	uint32_t n = 0;
+
+	for (; q; q = p->group_id ? q->gnext : NULL) {
+		const struct rt_req *r;
+
+		for (r = q->reqs; r; r = r->pnext) {
+			if (r->ended || r->state == RT_REQ_RECEIVING)
+				continue;
+			if (n == RT_GPU_SHARE_MAX)
+				return RT_GPU_SHARE_MAX + 1;
+			out[n++] = r->serial;
+		}
+	}
+	return n;
+}
+
 /*
  * The engine set of pid's group, oldest request first. The request table
  * only changes on non-GPU records, so the set is reused while nothing else
- * arrived (an engine step is a run of GPU records).
+ * arrived (an engine step is a run of GPU records). Each process also keeps
+ * its own, valid until a request of its group enters or leaves the set
+ * (rt_req_set_changed()) or processes change groups: with thousands of
+ * requests in flight, the scan of the whole request table is what costs.
+ * A truncated set is not kept: which requests it holds depends on the
+ * table's layout.
  */
 static uint32_t engine_set(struct rt_correlator *c, uint32_t pid, uint64_t *out)
 {
 	struct rt_gpu_state *g = &c->gpu;
 	uint64_t gen = c->st.events - g->st.records + 1;
-	const struct rt_proc *p;
+	struct rt_proc *p;
 	uint32_t n = 0, group_id;
 	size_t pos = 0;
 	void *val;
@@ -89,6 +136,18 @@ static uint32_t engine_set(struct rt_correlator *c, uint32_t pid, uint64_t *out)
 	}
 	p = rt_proc_get(c, pid, false);
 	group_id = p ? p->group_id : 0;
+	if (p && p->eset && p->eset->procs_ver == c->procs_ver && p->eset->ver == set_ver(c, p) &&
+	    p->eset->group_id == group_id) {
+		n = p->eset->n;
+		memcpy(out, p->eset->serial, n * sizeof(*out));
+		goto done;
+	}
+	if (p && !c->orphan_reqs && !c->groups_lost) {
+		n = listed_set(c, p, out);
+		if (n <= RT_GPU_SHARE_MAX)
+			goto sort;
+		n = 0; /* truncated: which ones the scan keeps is the table's order */
+	}
 	while ((pos = rt_hmap_next(&c->reqs, pos, NULL, &val)) != 0) {
 		const struct rt_req *r = val;
 
@@ -100,7 +159,16 @@ static uint32_t engine_set(struct rt_correlator *c, uint32_t pid, uint64_t *out)
 		}
 		out[n++] = r->serial;
 	}
+sort:
 	qsort(out, n, sizeof(*out), cmp_serial);
+	if (p && n < RT_GPU_SHARE_MAX && (p->eset || (p->eset = malloc(sizeof(*p->eset))))) {
+		p->eset->procs_ver = c->procs_ver;
+		p->eset->ver = set_ver(c, p);
+		p->eset->group_id = group_id;
+		p->eset->n = n;
+		memcpy(p->eset->serial, out, n * sizeof(*out));
+	}
+done:
 	memcpy(g->set, out, n * sizeof(*out));
 	g->n_set = n;
 	g->set_pid = pid;

@@ -44,13 +44,23 @@ struct rt_iv {
 	uint64_t from, to;
 };
 
+struct rt_engine_set;
+
 struct rt_proc {
 	uint32_t pid;
 	uint32_t group_id;
 	uint64_t unreadable[RT_UNREADABLE__COUNT];
 	char group[RT_NAME_LEN];
 	char comm[RT_COMM_LEN];
+	uint64_t set_ver; /* group 0: bumped when its requests join or leave an engine set */
+	struct rt_engine_set *eset; /* gpu.c: its engine set, made on its first GPU call */
+	struct rt_req *reqs; /* its requests in flight (rt_req.pnext) */
+	struct rt_proc *gnext, *gprev; /* the other processes of its group (rt_correlator.groups) */
+	bool glinked;
 };
+
+/* slots of rt_correlator.group_ver: groups that share one only invalidate more often */
+#define RT_GROUP_VER_SLOTS 1024
 
 enum rt_req_state {
 	RT_REQ_RECEIVING = 0, /* request bytes arriving */
@@ -65,6 +75,9 @@ struct rt_req {
 	int32_t fd;
 	enum rt_req_state state;
 	bool id_from_header;
+	/* on its process's list; NULL: its process was not known (counted in orphan_reqs) */
+	struct rt_proc *proc;
+	struct rt_req *pnext, *pprev;
 	struct rt_span span;
 
 	uint64_t last_activity;
@@ -183,6 +196,7 @@ struct rt_conn {
 	uint32_t pid;
 	int32_t fd;
 	bool predates; /* first seen by its I/O: the parser joined mid-stream */
+	bool counted; /* in rt_correlator.conns_of */
 	bool rx_seen; /* a read of it returned bytes */
 	struct rt_arrival arrival;
 	uint64_t established_ns; /* handshake completed (ARRIVAL), 0: unknown */
@@ -246,6 +260,27 @@ struct rt_correlator {
 	uint32_t recent_head;
 
 	struct rt_gpu_state gpu; /* gpu.c */
+	/*
+	 * Engine set versions (gpu.c caches each process's set): a request of
+	 * a group entering or leaving the set, or a process joining or leaving
+	 * the group, bumps its group's slot (the process's set_ver without a
+	 * group); procs_ver covers the rest (processes without a group).
+	 */
+	uint64_t group_ver[RT_GROUP_VER_SLOTS];
+	uint64_t procs_ver;
+	/*
+	 * The engine set without scanning every request: group id → its first
+	 * process (rt_proc.gnext), each with its requests. Requests whose
+	 * process was unknown or is gone, or a group that could not be listed,
+	 * make gpu.c scan the request table as before.
+	 */
+	struct rt_hmap groups;
+	uint64_t orphan_reqs;
+	bool groups_lost;
+	/* pid → its connections in c->conns (a count, as a pointer): a process
+	 * exit finds nothing to close without scanning every connection */
+	struct rt_hmap conns_of;
+	bool conns_of_lost;
 
 	/* an ARRIVAL for a connection not known yet (first seen by that very
 	 * read): held here until its RECV makes the connection */
@@ -260,6 +295,12 @@ struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial);
 struct rt_req *rt_req_by_id(struct rt_correlator *c, const char *id);
 struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_t start_ns);
 void rt_req_set_id(struct rt_correlator *c, struct rt_req *r, const char *id);
+/* r's state changed in a way that may move it in or out of its group's engine set. */
+void rt_req_set_changed(struct rt_correlator *c, const struct rt_req *r);
+/* Frees a process that is no longer in c->procs. */
+void rt_proc_free(struct rt_proc *p);
+/* p leaves c->procs: off its group's list, its requests orphaned. */
+void rt_proc_drop(struct rt_correlator *c, struct rt_proc *p);
 /* Drops r without a span (it was never a valid request). */
 void rt_req_discard(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
 /* Ends r: finalises and emits its span, releases ownerships, frees it. */
@@ -316,6 +357,8 @@ void rt_gpu_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
 /* r is ending: fill r->span.gpu (and comm wait) from what was attributed. */
 void rt_gpu_finish(struct rt_correlator *c, struct rt_req *r);
 void rt_gpu_release(struct rt_req *r);
+/* A process's cached engine set; NULL is fine. */
+void rt_engine_set_free(struct rt_engine_set *s);
 /*
  * Who a GPU record on ev->tid of ev->pid is for, as docs/gpu.md's
  * "Attribution" says (markers, I/O owners, engine set): live requests, at

@@ -53,6 +53,24 @@ _Static_assert(sizeof(struct entry) == 16, "heap entry");
 #define SLOT_HDR sizeof(__u64) /* arrival sequence */
 #define HEAP_PAD 3
 
+/*
+ * Runs: most records come in time order per source, or in a few
+ * interleaved ordered streams (one per CPU of a round, a late batch). A
+ * record no older than the newest record of some run is appended to the
+ * run whose newest is the closest below it, in O(1) and without touching
+ * the heap; the rest go to the heap. Each run is sorted by (ts, arrival),
+ * so the oldest held record is the least of the heap's top and the runs'
+ * heads: the release order is exactly the heap's alone.
+ */
+#define N_RUNS 16
+#define RUN_INIT 256
+
+struct run {
+	struct entry *e; /* ring of cap entries, a power of two */
+	size_t cap, head, n;
+	__u64 tail_ts; /* ts of the newest entry */
+};
+
 struct source {
 	__u32 id;
 	__u64 wm;
@@ -72,6 +90,9 @@ struct rt_merge {
 	struct entry *heap;
 	void *heap_mem;
 	size_t heap_n, heap_cap;
+	struct run runs[N_RUNS];
+	size_t run_n; /* entries in all runs */
+	int last_run; /* the run the previous record went to */
 	struct rt_event_hdr **late;
 	size_t late_n, late_cap;
 	__u64 seq;
@@ -246,6 +267,99 @@ static struct rt_event_hdr *heap_pop(struct rt_merge *m)
 		__builtin_prefetch(m->heap[0].rec);
 	}
 	return top.rec;
+}
+
+/* The run a record of time ts goes to (one with room made for it), or -1: the heap. */
+static int run_for(struct rt_merge *m, __u64 ts)
+{
+	int i, best = -1, empty = -1;
+
+	/* a stream in order stays on its run without looking at the others */
+	if (m->runs[m->last_run].n && m->runs[m->last_run].tail_ts <= ts)
+		return m->last_run;
+	for (i = 0; i < N_RUNS; i++) {
+		const struct run *r = &m->runs[i];
+
+		if (!r->n) {
+			if (empty < 0)
+				empty = i;
+		} else if (r->tail_ts <= ts && (best < 0 || r->tail_ts > m->runs[best].tail_ts)) {
+			best = i;
+		}
+	}
+	return best >= 0 ? best : empty;
+}
+
+static int run_reserve(struct run *r)
+{
+	size_t cap, i;
+	struct entry *e;
+
+	if (r->n < r->cap)
+		return 0;
+	cap = r->cap ? 2 * r->cap : RUN_INIT;
+	e = malloc(cap * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (i = 0; i < r->n; i++)
+		e[i] = r->e[(r->head + i) & (r->cap - 1)];
+	free(r->e);
+	r->e = e;
+	r->cap = cap;
+	r->head = 0;
+	return 0;
+}
+
+static void run_push(struct rt_merge *m, struct run *r, struct entry e)
+{
+	r->e[(r->head + r->n) & (r->cap - 1)] = e;
+	r->n++;
+	r->tail_ts = e.ts;
+	m->run_n++;
+	m->last_run = (int)(r - m->runs);
+}
+
+/* Where the oldest held record is: a run's index, N_RUNS for the heap, -1 for none. */
+static int oldest(const struct rt_merge *m)
+{
+	const struct entry *best = m->heap_n ? &m->heap[0] : NULL;
+	int i, where = best ? N_RUNS : -1;
+
+	if (!m->run_n)
+		return where;
+	for (i = 0; i < N_RUNS; i++) {
+		const struct run *r = &m->runs[i];
+
+		if (r->n && (!best || before(&r->e[r->head], best))) {
+			best = &r->e[r->head];
+			where = i;
+		}
+	}
+	return where;
+}
+
+static __u64 oldest_ts(const struct rt_merge *m, int where)
+{
+	const struct run *r = &m->runs[where < N_RUNS ? where : 0];
+
+	return where < N_RUNS ? r->e[r->head].ts : m->heap[0].ts;
+}
+
+static struct rt_event_hdr *take(struct rt_merge *m, int where)
+{
+	struct run *r;
+	struct entry e;
+
+	if (where == N_RUNS)
+		return heap_pop(m);
+	r = &m->runs[where];
+	e = r->e[r->head];
+	r->head = (r->head + 1) & (r->cap - 1);
+	r->n--;
+	m->run_n--;
+	if (r->n)
+		__builtin_prefetch(r->e[r->head].rec);
+	return e.rec;
 }
 
 static size_t next_cap(const struct rt_merge *m, size_t cap)
@@ -437,6 +551,8 @@ void rt_merge__free(struct rt_merge *m)
 		free(m->chunks[i]);
 	free(m->chunks);
 	free(m->heap_mem);
+	for (i = 0; i < N_RUNS; i++)
+		free(m->runs[i].e);
 	free(m->late);
 	free(m->src);
 	free(m->idx);
@@ -458,6 +574,7 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 	unsigned int c;
 	__u64 *slot;
 	bool late;
+	int run;
 
 	if (ev->size < sizeof(*ev) || ev->size > RT_EVENT_MAX)
 		return -EINVAL;
@@ -485,7 +602,10 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 		return refuse(m, -ENOBUFS);
 	}
 	late = ev->ts_ns < m->horizon;
-	if (reserve(m, late))
+	run = late ? -1 : run_for(m, ev->ts_ns);
+	if (run >= 0 && run_reserve(&m->runs[run]))
+		run = -1;
+	if (run < 0 && reserve(m, late))
 		return refuse(m, -ENOMEM);
 	slot = slot_alloc(m, c);
 	if (!slot)
@@ -496,6 +616,8 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 	if (late) {
 		m->late[m->late_n++] = rec;
 		m->st.late++;
+	} else if (run >= 0) {
+		run_push(m, &m->runs[run], (struct entry){ .ts = ev->ts_ns, .rec = rec });
 	} else {
 		heap_push(m, (struct entry){ .ts = ev->ts_ns, .rec = rec });
 	}
@@ -545,14 +667,14 @@ int rt_merge__drain(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 {
 	size_t n = 0;
 	__u64 w;
-	int err;
+	int err, where;
 
 	err = release_late(m, fn, ctx, &n);
 	if (err)
 		return err;
 	w = min_watermark(m);
-	while (m->heap_n && m->heap[0].ts < w) {
-		err = release(m, heap_pop(m), 0, fn, ctx);
+	while ((where = oldest(m)) >= 0 && oldest_ts(m, where) < w) {
+		err = release(m, take(m, where), 0, fn, ctx);
 		n++;
 		if (err)
 			return err;
@@ -561,9 +683,9 @@ int rt_merge__drain(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 	if (m->n_src && w > m->horizon)
 		m->horizon = w;
 	if (m->want_cls >= 0) {
-		while (m->heap_n &&
+		while ((where = oldest(m)) >= 0 &&
 		       (m->st.pending >= m->max_pending || !class_has_room(m, m->want_cls))) {
-			err = release(m, heap_pop(m), RT_MERGE_FORCED, fn, ctx);
+			err = release(m, take(m, where), RT_MERGE_FORCED, fn, ctx);
 			n++;
 			if (err)
 				return err;
@@ -576,13 +698,13 @@ int rt_merge__drain(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 int rt_merge__flush(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 {
 	size_t n = 0;
-	int err;
+	int err, where;
 
 	err = release_late(m, fn, ctx, &n);
 	if (err)
 		return err;
-	while (m->heap_n) {
-		err = release(m, heap_pop(m), 0, fn, ctx);
+	while ((where = oldest(m)) >= 0) {
+		err = release(m, take(m, where), 0, fn, ctx);
 		n++;
 		if (err)
 			return err;
