@@ -52,14 +52,20 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int sock = -1; /* the session's socket (atomic: the fork child closes it) */
 static int shm_only;
+/* Descriptors of retired rings: a thread may still be writing through one,
+ * so they are never freed; the list keeps them reachable (~48 B each). */
+static struct rt_mring *retired;
 
 /* Unpublishes the ring and swaps its pages for anonymous memory (see top). */
 static void retire(struct rt_mring *r)
 {
 	__atomic_store_n(&rt_mark_ring, NULL, __ATOMIC_RELEASE);
-	if (r)
-		mmap(r->shm, r->map_len, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (!r)
+		return;
+	mmap(r->shm, r->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+	     -1, 0);
+	r->retired_next = retired;
+	retired = r;
 }
 
 static void read_comm(char comm[16])
@@ -189,8 +195,14 @@ static void fork_child(void)
 {
 	int fd = __atomic_load_n(&sock, __ATOMIC_ACQUIRE);
 
+	struct rt_mring *r = __atomic_load_n(&rt_mark_ring, __ATOMIC_ACQUIRE);
+
 	/* MADV_DONTFORK: the parent's ring is not mapped here at all */
 	__atomic_store_n(&rt_mark_ring, NULL, __ATOMIC_RELEASE);
+	if (r) { /* its descriptor was copied with the heap: listed, never used */
+		r->retired_next = retired;
+		retired = r;
+	}
 	if (fd >= 0)
 		close(fd); /* the parent's session: its EOF must stay the parent's */
 	__atomic_store_n(&sock, -1, __ATOMIC_RELEASE);

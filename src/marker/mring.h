@@ -14,6 +14,8 @@
 #include <reqtrace/mark_ring.h>
 
 struct rt_mring {
+	/* rings given up: never freed (a writer may hold one), kept listed */
+	struct rt_mring *retired_next;
 	struct rt_inject_ring *shm;
 	__u8 *data;
 	__u64 size; /* data area bytes, power of two */

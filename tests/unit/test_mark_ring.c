@@ -34,7 +34,8 @@ struct fx {
 	struct rt_mark_cons *c;
 	/* what the consumer handed out */
 	int n;
-	__u8 raw[4096][256]; /* records as handed out; REC(f, i) */
+	/* records as handed out; REC(f, i): aligned as the structs they hold */
+	__u8 raw[4096][256] __attribute__((aligned(8)));
 };
 
 #define REC(f, i) ((struct rt_ev_mark_step *)(f)->raw[i])
