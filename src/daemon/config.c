@@ -1014,19 +1014,11 @@ bool rt_config_key_live(enum rt_cfg_key k)
 	case RT_CFG_JSONL_PATH:
 	case RT_CFG_JSONL_MAX_BYTES:
 	case RT_CFG_JSONL_KEEP:
-	case RT_CFG_OTLP_ENDPOINT:
-	case RT_CFG_OTLP_HEADERS:
-	case RT_CFG_OTLP_COMPRESSION:
-	case RT_CFG_OTLP_TIMEOUT:
-	case RT_CFG_OTLP_CA_FILE:
-	case RT_CFG_OTLP_SERVICE_NAME:
-	case RT_CFG_OTLP_SAMPLE_RATIO:
-	case RT_CFG_OTLP_MAX_SPANS_PER_S:
-	case RT_CFG_OTLP_QUEUE:
-	case RT_CFG_OTLP_BATCH:
-	case RT_CFG_OTLP_BATCH_DELAY:
 		return true;
 	default:
+		/* every otlp_* key (consecutive in the enum): the exporter reconfigures */
+		if (k >= RT_CFG_OTLP_ENDPOINT && k <= RT_CFG_OTLP_BATCH_DELAY)
+			return true;
 		/*
 		 * Restart: ring_size, head/tail_bytes (BPF maps and programs
 		 * built at load), max_requests, idle_timeout (the correlator's
