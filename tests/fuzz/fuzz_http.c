@@ -8,15 +8,14 @@
  * uncaptured stretches (the way head+tail captures arrive), then eof; the
  * callbacks check the API's promises and abort() when one is broken.
  *
- * With RT_LIBFUZZER it is a libFuzzer target; without, main() replays the
- * files and folders named on the command line (the corpus, as a unit test).
+ * With RT_LIBFUZZER it is a libFuzzer target; without, replay.c's main()
+ * replays the files and folders named on the command line (the corpus, as
+ * a unit test).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "proto/http.h"
 
@@ -234,67 +233,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	parser_free(p);
 	return 0;
 }
-
-#ifndef RT_LIBFUZZER
-static int run_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	size_t n;
-
-	if (!f) {
-		perror(path);
-		return -1;
-	}
-	buf = malloc(1 << 20);
-	if (!buf) {
-		fclose(f);
-		return -1;
-	}
-	n = fread(buf, 1, 1 << 20, f);
-	fclose(f);
-	LLVMFuzzerTestOneInput(buf, n);
-	free(buf);
-	return 0;
-}
-
-/* Replays every file named, and every file in every folder named. */
-int main(int argc, char **argv)
-{
-	int files = 0;
-
-	for (int i = 1; i < argc; i++) {
-		struct stat sb;
-		struct dirent *de;
-		DIR *d;
-
-		if (stat(argv[i], &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-			if (run_file(argv[i]))
-				return 1;
-			files++;
-			continue;
-		}
-		d = opendir(argv[i]);
-		if (!d) {
-			perror(argv[i]);
-			return 1;
-		}
-		while ((de = readdir(d))) {
-			char path[4096];
-
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name);
-			if (run_file(path)) {
-				closedir(d);
-				return 1;
-			}
-			files++;
-		}
-		closedir(d);
-	}
-	printf("fuzz_http: replayed %d inputs\n", files);
-	/* an empty corpus would make this test pass vacuously */
-	return files > 0 ? 0 : 1;
-}
-#endif

@@ -13,7 +13,8 @@ endif()
 
 foreach(kind req resp)
 	string(TOUPPER ${kind} KIND)
-	add_executable(fuzz_http_${kind}_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_http.c)
+	add_executable(fuzz_http_${kind}_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_http.c
+		${CMAKE_CURRENT_LIST_DIR}/replay.c)
 	target_compile_definitions(fuzz_http_${kind}_replay PRIVATE RT_FUZZ_HTTP_${KIND})
 	target_link_libraries(fuzz_http_${kind}_replay PRIVATE reqtrace_core)
 	rt_script_test(fuzz_http_${kind}_corpus LABEL unit TIMEOUT 120
