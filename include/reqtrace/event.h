@@ -79,6 +79,11 @@ enum rt_event_kind {
 	RT_EV_NCCL_ENTER = 32,
 	RT_EV_NCCL_EXIT = 33,
 
+	/* engine packs (docs/packs.md): uprobes on an engine's own library */
+	RT_EV_PACK_CALL = 34, /* a pack function's entry or return */
+	RT_EV_PACK_BATCH = 35, /* llama_decode's batch, summarised per sequence */
+	RT_EV_ZMQ_MSG = 36, /* one ZeroMQ frame at zmq_msg_send/zmq_msg_recv */
+
 	/* device side: CUPTI activity records */
 	RT_EV_GPU_KERNEL = 40,
 	RT_EV_GPU_MEMCPY = 41,
@@ -307,6 +312,63 @@ struct rt_ev_mark_bind {
 	struct rt_event_hdr hdr;
 	char engine_id[RT_ID_LEN];
 	char request_id[RT_ID_LEN];
+};
+
+/* ---- engine packs ------------------------------------------------------ */
+
+/* what a pack function means (docs/packs.md); the wire value never changes */
+enum rt_pack_role {
+	RT_PACK_TOKENIZE = 1, /* text to tokens (llama_tokenize) */
+	RT_PACK_DETOKENIZE = 2, /* tokens to text (llama_token_to_piece, llama_detokenize) */
+	RT_PACK_DECODE = 3, /* one engine step (llama_decode); its PACK_BATCH precedes the entry */
+	RT_PACK_SYNC = 4, /* waits for a step's device work (llama_synchronize, llama_get_logits*) */
+	RT_PACK_SEQ_RM = 5, /* a sequence's cache dropped (llama_memory_seq_rm & co): args[0] = seq */
+	RT_PACK_REGION = 6, /* a compute pool's parallel region (GOMP_parallel & co) */
+};
+
+/*
+ * A pack function's entry (ret == 0) or return (ret == 1) on hdr.tid.
+ * `pack` is the daemon's index of the pack that attached the probe (status
+ * names it); args are the role's arguments as docs/packs.md lists them.
+ */
+struct rt_ev_pack_call {
+	struct rt_event_hdr hdr;
+	__u32 pack;
+	__u16 role; /* enum rt_pack_role */
+	__u16 ret;
+	__s64 args[4];
+	__s64 retval; /* return only */
+};
+
+#define RT_PACK_BATCH_SEQS 32 /* sequences one PACK_BATCH record lists */
+
+/* one sequence's tokens in a batch */
+struct rt_pack_seq {
+	__s32 seq_id;
+	__u32 n_tokens;
+	__s32 pos_min;
+	__s32 pos_max;
+	__u32 n_logits; /* tokens of this sequence with an output requested */
+	__u32 pad;
+};
+
+#define RT_PACK_BATCH_NO_POS 0x1 /* batch.pos was NULL: positions tracked by the library */
+#define RT_PACK_BATCH_NO_SEQ 0x2 /* batch.seq_id was NULL: all tokens are sequence 0 */
+#define RT_PACK_BATCH_NO_LOGITS 0x4 /* batch.logits was NULL: only the last token's output */
+#define RT_PACK_BATCH_EMBD 0x8 /* embeddings input, no tokens */
+#define RT_PACK_BATCH_CUT 0x10 /* n_tokens exceeded what the probe reads; n_read says how many */
+#define RT_PACK_BATCH_FAULT 0x20 /* a user-memory read failed; the summary is partial */
+
+/* llama_decode's batch at its entry, on hdr.tid, just before its PACK_CALL */
+struct rt_ev_pack_batch {
+	struct rt_event_hdr hdr;
+	__u32 pack;
+	__u32 n_tokens; /* batch.n_tokens as passed */
+	__u32 n_read; /* tokens summarised */
+	__u32 n_seqs; /* entries in seqs[] */
+	__u32 seqs_dropped; /* sequences beyond RT_PACK_BATCH_SEQS */
+	__u32 flags; /* RT_PACK_BATCH_* */
+	struct rt_pack_seq seqs[RT_PACK_BATCH_SEQS];
 };
 
 /* ---- GPU, CPU side ------------------------------------------------------ */
