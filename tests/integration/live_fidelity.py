@@ -8,7 +8,7 @@ is compared with the server's own truth log:
   start_ns, received_ns, first_token_ns, end_ns   within 0.5 ms for 99% of
                                                    requests, 2 ms for all
   events_out                                       exact
-  inter-token gaps (p50, p99, max)                 within 1 ms
+  inter-token gaps (p50, p99, max) per request     p99 within 1 ms, max 2 ms
   tokenizer thread on-CPU (cpu.threads)            within 5% of the CPU the
                                                    testbed burnt (markers, or
                                                    zero-code without backlog)
@@ -80,7 +80,11 @@ def compare_events(spans, truth, label):
               if spans[t["request_id"]]["events_out"] != len(t["token_write_ns"])]
     check(not bad_ev, "%s events_out exact for %d requests (wrong: %s)"
           % (label, len(truth), bad_ev[:5]))
-    worst = 0.0
+    # per request, the worst |diff| of its p50/p99/max gap; a gap is the
+    # difference of two write stamps, each held above to p99 0.5 ms and max
+    # 2 ms (a preemption between the testbed's stamp and its syscall moves
+    # one write), so the gaps get the same two bounds: p99 1 ms, max 2 ms
+    worst = []
     for t in truth:
         w = t["token_write_ns"]
         if len(w) < 2:
@@ -88,13 +92,17 @@ def compare_events(spans, truth, label):
         gaps = [(b - a) / MS for a, b in zip(w, w[1:])]
         itl = spans[t["request_id"]]["itl_ms"]
         if itl is None:
-            worst = float("inf")
+            worst.append((float("inf"), t["request_id"]))
             continue
-        for key, want in (("p50", lc.pct(gaps, 50)), ("p99", lc.pct(gaps, 99)),
-                          ("max", max(gaps))):
-            worst = max(worst, abs(itl[key] - want))
-    check(worst <= 1.0, "%s inter-token gaps: worst |diff| of p50/p99/max %.3f ms <= 1 ms"
-          % (label, worst))
+        worst.append((max(abs(itl[key] - want) for key, want in (
+            ("p50", lc.pct(gaps, 50)), ("p99", lc.pct(gaps, 99)), ("max", max(gaps)))),
+            t["request_id"]))
+    worst.sort()
+    p99 = lc.pct([w for w, _ in worst], 99) if worst else 0.0
+    check(p99 <= 1.0 and (not worst or worst[-1][0] <= 2.0),
+          "%s inter-token gaps: per request worst |diff| of p50/p99/max: p99 %.3f ms <= 1 ms, "
+          "max %.3f ms <= 2 ms (%s)" % (label, p99, worst[-1][0] if worst else 0.0,
+                                         worst[-1][1] if worst else "-"))
 
 
 OUTLIERS_PER = 100  # requests per tolerated outlier: 1% (below)
