@@ -321,8 +321,10 @@ enum rt_pack_role {
 	RT_PACK_TOKENIZE = 1, /* text to tokens (llama_tokenize) */
 	RT_PACK_DETOKENIZE = 2, /* tokens to text (llama_token_to_piece, llama_detokenize) */
 	RT_PACK_DECODE = 3, /* one engine step (llama_decode); its PACK_BATCH precedes the entry */
-	RT_PACK_SYNC = 4, /* waits for a step's device work (llama_synchronize, llama_get_logits*) */
-	RT_PACK_SEQ_RM = 5, /* a sequence's cache dropped (llama_memory_seq_rm & co): args[0] = seq */
+	RT_PACK_SYNC =
+		4, /* waits for a step's device work (llama_synchronize, llama_get_logits*) */
+	RT_PACK_SEQ_RM =
+		5, /* a sequence's cache dropped (llama_memory_seq_rm & co): args[0] = seq */
 	RT_PACK_REGION = 6, /* a compute pool's parallel region (GOMP_parallel & co) */
 };
 

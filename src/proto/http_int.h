@@ -8,8 +8,10 @@
  *   http_chunk.c  its chunked transfer coding (http_msg_int.h: the engine's
  *                 states, shared by the two).
  *   http_util.c   bounded head+tail byte keeper, small string helpers.
- *   http_json.c   usage/timings/content facts from a JSON text (cJSON, or a
- *                 bounded scan when only a head and a tail were kept).
+ *   http_json.c   usage/timings/content facts from a JSON text (json_walk.c's
+ *                 two passes, or a bounded scan when only a head and a tail
+ *                 were kept).
+ *   json_walk.c   a whole JSON text's facts without a tree.
  *   sse.c         Server-Sent Events line decoder and rt_sse_classify().
  *   http_req.c, http_resp.c   the public parsers.
  *
@@ -95,6 +97,13 @@ struct rt_http_json_facts {
  * that parse on their own and content keys are searched for instead.
  */
 void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_http_json_facts *f);
+
+/*
+ * json_walk.c: the facts of a whole text, read as cJSON 1.7 would parse it
+ * but without a tree; false when it does not parse. f must be zeroed with
+ * tokens_out -1 (rt_http_json_facts does it). Depth is the caller's check.
+ */
+bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts *f);
 
 /* ---- Server-Sent Events decoder (sse.c) --------------------------------- */
 

@@ -5,11 +5,12 @@
  * server reported (usage, llama.cpp timings). Only names and numbers leave
  * this file, never text.
  *
- * cJSON recurses on nesting, so a text is checked to be shallow first.
- * When only a head and a tail of a text were kept (a large event, a gap),
- * nothing parses as a whole; "usage" and "timings" objects are then cut out
- * and parsed on their own (servers such as llama.cpp put timings at the end
- * of a large final event), and content keys are looked for textually.
+ * A whole text is read by json_walk.c (no tree, no allocation), checked to
+ * be shallow first. When only a head and a tail of a text were kept (a large
+ * event, a gap), nothing parses as a whole; "usage" and "timings" objects
+ * are then cut out and parsed on their own with cJSON (servers such as
+ * llama.cpp put timings at the end of a large final event), and content
+ * keys are looked for textually.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -46,11 +47,6 @@ static bool depth_ok(const char *s, size_t n, int max)
 		}
 	}
 	return true;
-}
-
-static bool nonempty_string(const cJSON *it)
-{
-	return cJSON_IsString(it) && it->valuestring && it->valuestring[0];
 }
 
 static bool number_value(const cJSON *it, double *v)
@@ -102,15 +98,6 @@ static void add_usage(const cJSON *usage, const cJSON *timings, struct rt_http_j
 	}
 }
 
-static void add_count(const cJSON *root, const char *name, struct rt_http_json_facts *f)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, name);
-	double v;
-
-	if (number_value(it, &v))
-		rt_http_report(f->reported, &f->n_reported, NULL, name, strlen(name), v);
-}
-
 /* An id worth an attribute: 1 to max-1 printable ASCII characters, no quote or backslash. */
 static void set_response_id(struct rt_http_json_facts *f, const char *s, size_t n)
 {
@@ -156,43 +143,6 @@ static void scan_response_id(const char *s, size_t n, struct rt_http_json_facts 
 		;
 	if (j < n)
 		set_response_id(f, s + i, j - i);
-}
-
-static void from_tree(const cJSON *root, struct rt_http_json_facts *f)
-{
-	const cJSON *choices, *c, *content;
-
-	if (!cJSON_IsObject(root))
-		return;
-	content = cJSON_GetObjectItemCaseSensitive(root, "id");
-	if (cJSON_IsString(content))
-		set_response_id(f, content->valuestring, strlen(content->valuestring));
-	choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
-	if (cJSON_IsArray(choices)) {
-		f->text_shape = true;
-		cJSON_ArrayForEach(c, choices)
-		{
-			const cJSON *delta = cJSON_GetObjectItemCaseSensitive(c, "delta");
-			const cJSON *msg = cJSON_GetObjectItemCaseSensitive(c, "message");
-
-			if (nonempty_string(cJSON_GetObjectItemCaseSensitive(c, "text")) ||
-			    nonempty_string(cJSON_GetObjectItemCaseSensitive(delta, "content")) ||
-			    nonempty_string(cJSON_GetObjectItemCaseSensitive(msg, "content")))
-				f->content = true;
-		}
-	}
-	/* llama.cpp's native /completion: {"content":"...", ...} */
-	content = cJSON_GetObjectItemCaseSensitive(root, "content");
-	if (cJSON_IsString(content)) {
-		f->text_shape = true;
-		if (nonempty_string(content))
-			f->content = true;
-	}
-	add_usage(cJSON_GetObjectItemCaseSensitive(root, "usage"),
-		  cJSON_GetObjectItemCaseSensitive(root, "timings"), f);
-	add_count(root, "tokens_predicted", f);
-	add_count(root, "tokens_evaluated", f);
-	set_tokens_from(f, cJSON_GetObjectItemCaseSensitive(root, "tokens_predicted"));
 }
 
 static bool is_ws(char c)
@@ -344,8 +294,6 @@ static void scan(const char *s, size_t n, struct rt_http_json_facts *f)
 
 void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_http_json_facts *f)
 {
-	cJSON *root;
-
 	memset(f, 0, sizeof(*f));
 	f->tokens_out = -1;
 	if (!text || !len)
@@ -357,10 +305,5 @@ void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_ht
 	}
 	if (!depth_ok(text, len, RT_HTTP_JSON_DEPTH_MAX))
 		return;
-	root = cJSON_ParseWithLength(text, len);
-	if (!root)
-		return;
-	f->parsed = true;
-	from_tree(root, f);
-	cJSON_Delete(root);
+	(void)rt_json_walk_facts(text, len, f);
 }
