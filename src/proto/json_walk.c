@@ -90,7 +90,7 @@ static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 {
 	const unsigned char *s = p->s;
 	size_t end = p->i + 1, k, out = 0;
-	bool cut = false;
+	bool cut = false, escaped = false;
 
 	if (p->i >= p->n || s[p->i] != '"')
 		return false;
@@ -98,12 +98,26 @@ static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 		if (s[end] == '\\') {
 			if (end + 1 >= p->n)
 				return false;
+			escaped = true;
 			end++;
 		}
 		end++;
 	}
 	if (end >= p->n)
 		return false;
+	if (!escaped) {
+		/* most strings: nothing to unescape, only where a NUL cuts it */
+		const unsigned char *z = memchr(s + p->i + 1, 0, end - p->i - 1);
+
+		out = (z ? (size_t)(z - s) : end) - p->i - 1;
+		if (cap) {
+			memcpy(buf, s + p->i + 1, out < cap ? out : cap - 1);
+			buf[out < cap ? out : cap - 1] = '\0';
+		}
+		*len = out <= cap ? out : cap + 1;
+		p->i = end + 1;
+		return true;
+	}
 	for (k = p->i + 1; k < end;) {
 		unsigned char u[4];
 		size_t m = 1;
@@ -398,13 +412,19 @@ static void choices(const struct jw *t, size_t at, struct rt_http_json_facts *f)
 
 		ws(&p);
 		c = p.i;
-		if (kind_at(t, c) == '{' &&
-		    (nonempty_string(t, member(t, c, "text")) ||
-		     nonempty_string(t, member(t, member(t, c, "delta"), "content")) ||
-		     nonempty_string(t, member(t, member(t, c, "message"), "content"))))
-			f->content = true;
-		if (!value(&p))
+		if (kind_at(t, c) == '{') {
+			static const char *const names[3] = { "text", "delta", "message" };
+			size_t at[3] = { 0 };
+
+			if (!object(&p, names, at, 3))
+				return;
+			if (nonempty_string(t, at[0]) ||
+			    nonempty_string(t, member(t, at[1], "content")) ||
+			    nonempty_string(t, member(t, at[2], "content")))
+				f->content = true;
+		} else if (!value(&p)) {
 			return;
+		}
 		ws(&p);
 		if (p.i >= p.n || p.s[p.i] != ',')
 			return;
