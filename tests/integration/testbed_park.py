@@ -13,8 +13,8 @@ Two handlers, four streaming clients (more clients than handlers):
            are busy waits in the receive buffer: first_read_ns well after
            send_ns, accept_ns null (the connection was accepted before)
 
-In both: never more than handler_threads requests in service at once, and in
-the middle of every long wait both handlers were serving other requests.
+In both: never more than handler_threads requests in service at once, and for
+at least half of every long wait both handlers were serving other requests.
 "Well after" is half a request's service time as the knobs set it (prefill +
 decode steps are real sleeps, so no request is served faster): a bound from
 the knobs, not from this machine's speed.
@@ -38,6 +38,17 @@ MS = 1e6
 def in_service(truth, t_ns, skip=None):
     """Requests between their first read and their last write at t_ns."""
     return [t for t in truth if t is not skip and t["first_read_ns"] <= t_ns <= t["end_ns"]]
+
+
+def all_busy_share(truth, t0, t1, skip):
+    """The share of [t0, t1] during which HANDLERS other requests were in service."""
+    if t1 <= t0:
+        return 0.0
+    cuts = sorted({t0, t1} | {x for t in truth if t is not skip
+                              for x in (t["first_read_ns"], t["end_ns"]) if t0 < x < t1})
+    busy = sum(b - a for a, b in zip(cuts, cuts[1:])
+               if len(in_service(truth, (a + b) // 2, skip)) >= HANDLERS)
+    return busy / (t1 - t0)
 
 
 def max_overlap(truth):
@@ -118,11 +129,13 @@ def run_case(name, park, keepalive):
                    "set) %s; longest %.3f ms"
                    % (name, len(waited_where), REQUESTS, long_wait, SERVICE_MIN_MS, where,
                       max(w for _, _, w in rows)))
-    busy = [(t["request_id"], len(in_service(truth, (c["send_ns"] + t["first_read_ns"]) // 2, t)))
-            for t, c, w in waited]
-    ok &= tc.check(all(n == HANDLERS for _, n in busy),
-                   "%s: in the middle of each long wait %d other requests were in service "
-                   "(counts: %s)" % (name, HANDLERS, [n for _, n in busy]))
+    # both handlers were serving others for most of each long wait (a
+    # handler that has just finished may take a moment to read the next
+    # request on a busy machine: the midpoint alone can fall in that moment)
+    busy = [all_busy_share(truth, c["send_ns"], t["first_read_ns"], t) for t, c, w in waited]
+    ok &= tc.check(all(b >= 0.5 for b in busy),
+                   "%s: during each long wait %d other requests were in service most of the "
+                   "time (shares: %s)" % (name, HANDLERS, ["%.2f" % b for b in busy]))
     if not ok:
         tc.log(table)
 
