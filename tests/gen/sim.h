@@ -21,7 +21,7 @@
 #include <reqtrace/event.h>
 
 #define SIM_NCPU 2
-#define SIM_MAX_THREADS 12
+#define SIM_MAX_THREADS 16
 #define SIM_MAX_SOCKS 8
 #define SIM_AQ_LEN 256 /* queued actions per thread */
 #define SIM_TICK_NS 1000000ULL /* preemption granularity */
@@ -44,7 +44,7 @@ enum sim_seg_type { SIM_SEG_ONCPU, SIM_SEG_RUNQ, SIM_SEG_SLEEP, SIM_SEG_UNSEEN }
 
 enum sim_act_kind {
 	SIM_ACT_BURN,
-	SIM_ACT_MARK, /* MARK_BEGIN/END, STEP_BEGIN(+members)/END */
+	SIM_ACT_MARK, /* MARK_BEGIN/END, STEP_BEGIN(+members)/END; PACK_CALL: a region */
 	SIM_ACT_SEND,
 	SIM_ACT_RECV,
 	SIM_ACT_WAKE,
@@ -116,8 +116,8 @@ struct sim_io_log {
 struct sim_mark_log {
 	uint64_t ts;
 	int32_t thread;
-	uint16_t kind; /* RT_EV_MARK_BEGIN, _END, _STEP_BEGIN, _STEP_END */
-	uint16_t phase;
+	uint16_t kind; /* RT_EV_MARK_BEGIN, _END, _STEP_BEGIN, _STEP_END; PACK_CALL (region) */
+	uint16_t phase; /* PACK_CALL: 0 entry, 1 return */
 	int32_t req; /* BEGIN/END */
 	uint32_t mask; /* STEP_BEGIN members */
 	uint64_t step_id;
