@@ -249,7 +249,10 @@ class Check:
             return th.setdefault(tid, dict(bursts=[], sleeps=[], state=None, since=None))
 
         for r in self.recs:
-            if r["kind"] == WAKING and r["target_pid"] == pid:
+            if r["kind"] == TASK_NEW and r["child_pid"] == pid and r["child"] in th:
+                # a tid born again after it exited: a new thread, first seen at its switch-in
+                th[r["child"]]["state"] = None
+            elif r["kind"] == WAKING and r["target_pid"] == pid:
                 s = st(r["target"])
                 if s["state"] == "sleep":
                     s["sleeps"].append((s["since"], r["ts"]))

@@ -174,8 +174,9 @@ struct gen_world {
 	bool eng_ready; /* peer connected */
 	bool stop_armed;
 	/* compute pools (gen_scenario.pool), thread indexes or -1 */
-	int th_sleeper, th_spinner, th_runtime;
+	int th_sleeper, th_spinner, th_runtime, th_disp;
 	bool spinner_born;
+	bool disp_alive; /* the disposable worker of the current region has not exited */
 	uint32_t pool_kicks, pool_taken; /* regions that woke the sleeper, and it took */
 };
 
@@ -223,6 +224,7 @@ void gen_eng_behave(struct sim *s, struct sim_thread *t);
 void gen_sleeper_behave(struct sim *s, struct sim_thread *t);
 void gen_spinner_behave(struct sim *s, struct sim_thread *t);
 void gen_runtime_behave(struct sim *s, struct sim_thread *t);
+void gen_disp_behave(struct sim *s, struct sim_thread *t);
 
 void gs_free(struct gen_str *g);
 void gs_put(struct gen_str *g, const char *s, size_t n);

@@ -34,6 +34,7 @@
 #define SIM_W_TIMER 0x8
 #define SIM_W_CONN 0x10 /* a connection handed to this handler */
 #define SIM_W_ACCEPT 0x20 /* a connection in the listen backlog */
+#define SIM_W_JOIN 0x40 /* a thread it created has exited (pthread_join) */
 
 /* Record sources of the generated stream (the file names them). */
 #define SIM_SRC_BPF 1
@@ -55,6 +56,7 @@ enum sim_act_kind {
 	SIM_ACT_CONNECT,
 	SIM_ACT_CLOSE,
 	SIM_ACT_TASK_NEW,
+	SIM_ACT_EXIT, /* the thread exits (PROC_EXIT, a switch-out DEAD); TASK_NEW restarts it */
 };
 
 struct sim;
@@ -304,6 +306,7 @@ int sim_emit_io(struct sim *s, struct sim_thread *t, uint16_t kind, const struct
 		uint16_t syscall, uint64_t enter, int64_t ret, const uint8_t *data);
 int sim_emit_mark(struct sim *s, struct sim_thread *t, const struct sim_act *a);
 int sim_emit_task_new(struct sim *s, struct sim_thread *parent, struct sim_thread *child);
+int sim_emit_exit(struct sim *s, struct sim_thread *t);
 int sim_emit_conn(struct sim *s, struct sim_thread *t, uint16_t kind, const struct sim_sock *so,
 		  uint64_t enter, int listen_fd);
 int sim_emit_close(struct sim *s, struct sim_thread *t, uint64_t enter, int fd);

@@ -125,6 +125,16 @@ int sim_emit_task_new(struct sim *s, struct sim_thread *parent, struct sim_threa
 	return sim_emit(s, &r, sizeof(r), SIM_SRC_BPF, parent->cpu);
 }
 
+int sim_emit_exit(struct sim *s, struct sim_thread *t)
+{
+	struct rt_ev_proc_exit r;
+
+	memset(&r, 0, sizeof(r));
+	sim_hdr(&r.hdr, RT_EV_PROC_EXIT, sizeof(r), s->now, t->pid, t->tid);
+	memcpy(r.comm, t->comm, RT_COMM_LEN);
+	return sim_emit(s, &r, sizeof(r), SIM_SRC_BPF, t->cpu);
+}
+
 int sim_emit_conn(struct sim *s, struct sim_thread *t, uint16_t kind, const struct sim_sock *so,
 		  uint64_t enter, int listen_fd)
 {

@@ -380,7 +380,7 @@ static uint64_t pool_cut(const struct cpu_ctx *x, uint64_t a, uint64_t lim)
 
 /*
  * Pool bursts: the spinning worker, born of the engine's first region,
- * for its life; a burst woken by the engine while it does engine work.
+ * and the disposable one, born of each, for their lives; a burst woken by the engine while it does engine work.
  * Either only where the burst has no owner of its own (rules 2-4).
  */
 static int pool_bursts(struct cpu_ctx *x)
@@ -406,9 +406,9 @@ static int pool_bursts(struct cpu_ctx *x)
 				owned |= bo->gain[r] != NEVER;
 			if (owned)
 				continue;
-			x->pool_burst[th][k] =
-				th == x->w->th_spinner || (t->bursts[k].waker == x->w->th_eng &&
-							   engine_busy(x, t->bursts[k].start));
+			x->pool_burst[th][k] = th == x->w->th_spinner || th == x->w->th_disp ||
+					       (t->bursts[k].waker == x->w->th_eng &&
+						engine_busy(x, t->bursts[k].start));
 		}
 	}
 	return 0;
