@@ -12,7 +12,8 @@
  *   while requests are in flight;
  * - pool time while no request is in flight stays unattributed;
  * - span CPU plus unattributed equals the threads' CPU;
- * - a step's token counts weight the pool's shares.
+ * - a step's token counts weight the pool's shares;
+ * - a worker's link survives a lock (a brief burst), as rule 3's hand-off.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -491,6 +492,40 @@ static void test_pool_wakes_pool(void **state)
 	assert_int_equal(unattributed() - un0, 1 * MS + 20 * US + 10 * US);
 }
 
+/*
+ * A worker woken by the engine takes a mutex held by a runtime thread: it
+ * blocks after 20 us (brief), and the holder's wakeup links nothing; the
+ * worker's next burst is still the pool's. A burst that did work (over
+ * 100 us) passes nothing on.
+ */
+static void test_pool_survives_a_lock(void **state)
+{
+	const struct rt_span *s;
+	uint64_t un0;
+
+	(void)state;
+	request_on(T0 + 1 * MS, HANDLER, 7, "a");
+	un0 = unattributed();
+	sw(T0 + 2 * MS, 0, 0, ENGINE);
+	step_begin(T0 + 2 * MS, 1, "a", NULL);
+	wake(T0 + 2 * MS + 10 * US, ENGINE, POOL);
+	run(POOL, T0 + 2 * MS + 10 * US, T0 + 2 * MS + 30 * US);
+	wake(T0 + 2 * MS + 100 * US, RUNTIME, POOL);
+	run(POOL, T0 + 2 * MS + 100 * US, T0 + 3 * MS + 100 * US);
+	/* after a burst that did work, the holder's wakeup hands over nothing */
+	wake(T0 + 3500 * US, RUNTIME, POOL);
+	run(POOL, T0 + 3500 * US, T0 + 4 * MS);
+	step_end(T0 + 5 * MS, 1);
+	sw(T0 + 5 * MS, ENGINE, RT_TASK_BLOCKED, 0);
+	respond_on(T0 + 20 * MS, HANDLER, 7);
+	rt_correlator__finish(c);
+	s = span_of("a");
+	assert_non_null(thread_of(s, POOL));
+	assert_int_equal(thread_of(s, POOL)->on_cpu_ns, 20 * US + 1 * MS);
+	/* the last 500 us, and the handler's 10 us after the end */
+	assert_int_equal(unattributed() - un0, 500 * US + 10 * US);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -499,6 +534,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spinning_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_weight_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_wakes_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_survives_a_lock, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
