@@ -103,12 +103,31 @@ struct rt_span_thread {
 	int64_t on_cpu_ns;
 	int64_t runq_ns;
 	bool shared; /* served many requests: its time was split among them */
+	bool pool; /* a compute-pool thread: its time here is an estimate (docs/spans.md) */
+};
+
+/*
+ * Who the engine was working for when a compute pool's time was charged
+ * (docs/spans.md, "Who the engine is working for"): the span's cpu.pool_by.
+ */
+enum rt_work_source {
+	RT_WORK_NONE = 0, /* no pool time: null */
+	RT_WORK_MARKER = 1, /* a marker step's members */
+	RT_WORK_PACK = 2, /* an engine pack's step members */
+	RT_WORK_ENGINE_SET = 3, /* the engine set (probes) */
+	RT_WORK__COUNT = 4,
 };
 
 struct rt_span_cpu {
 	int64_t on_cpu_ns; /* sums over threads */
 	int64_t runq_ns;
 	int64_t off_cpu_ns; /* exclusive threads' time bound to the request, neither on CPU nor runnable */
+	/* compute-pool threads' on-CPU share, inside on_cpu_ns (an estimate); RT_NULL_NS: none */
+	int64_t pool_ns;
+	/* of pool_ns, spin between parallel regions; RT_NULL_NS: not told apart */
+	int64_t pool_spin_ns;
+	uint8_t pool_by; /* enum rt_work_source that gave most of pool_ns */
+	int64_t pool_by_ns[RT_WORK__COUNT]; /* pool_ns by source, to name pool_by */
 	uint32_t n_threads;
 	uint32_t threads_dropped; /* threads beyond RT_SPAN_THREADS_MAX, counted into the sums */
 	struct rt_span_thread threads[RT_SPAN_THREADS_MAX];
@@ -204,6 +223,10 @@ const char *rt_phase_source_name(enum rt_phase_source s);
 const char *rt_gpu_split_name(unsigned int split);
 /* The inverse of rt_gpu_split_name(); RT_GPU_SPLIT_NONE for NULL or an unknown name. */
 unsigned int rt_gpu_split_parse(const char *name);
+/* "marker", "pack", "engine_set"; NULL for RT_WORK_NONE or out of range. */
+const char *rt_work_source_name(unsigned int src);
+/* The inverse of rt_work_source_name(); RT_WORK_NONE for NULL or an unknown name. */
+unsigned int rt_work_source_parse(const char *name);
 
 /* Reset to "nothing observed": all phases null, tokens_out -1. */
 void rt_span_init(struct rt_span *s);

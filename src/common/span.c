@@ -76,6 +76,28 @@ unsigned int rt_gpu_split_parse(const char *name)
 	return RT_GPU_SPLIT_NONE;
 }
 
+static const char *const work_names[RT_WORK__COUNT] = {
+	[RT_WORK_NONE] = NULL,
+	[RT_WORK_MARKER] = "marker",
+	[RT_WORK_PACK] = "pack",
+	[RT_WORK_ENGINE_SET] = "engine_set",
+};
+
+const char *rt_work_source_name(unsigned int src)
+{
+	return src < RT_WORK__COUNT ? work_names[src] : NULL;
+}
+
+unsigned int rt_work_source_parse(const char *name)
+{
+	unsigned int i;
+
+	for (i = 1; name && i < RT_WORK__COUNT; i++)
+		if (!strcmp(name, work_names[i]))
+			return i;
+	return RT_WORK_NONE;
+}
+
 void rt_span_init(struct rt_span *s)
 {
 	int i;
@@ -88,6 +110,8 @@ void rt_span_init(struct rt_span *s)
 	s->gpu.memcpy_ns = RT_NULL_NS;
 	s->gpu.step_ns = RT_NULL_NS;
 	s->gpu.sync_wait_ns = RT_NULL_NS;
+	s->cpu.pool_ns = RT_NULL_NS;
+	s->cpu.pool_spin_ns = RT_NULL_NS;
 }
 
 uint64_t rt_span_origin_ns(const struct rt_span *s)

@@ -78,6 +78,7 @@ static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t f
 
 static void freeze(struct rt_correlator *c, struct rt_req *r, uint64_t ts)
 {
+	rt_pool_cut(c, ts); /* pools worked for r until its client left */
 	rt_cpu_flush_for(c, r, ts);
 	if (!r->frozen_ns)
 		r->frozen_ns = ts;
@@ -359,6 +360,7 @@ static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
 	if (info->guessed)
 		r->span.flags |= RT_SPAN_INCOMPLETE;
 	r->span.received_ns = io->exit;
+	rt_pool_cut(c, io->exit); /* r joins the engine set: pools' time so far is not its */
 	r->state = RT_REQ_WAITING;
 	rt_req_set_changed(c, r);
 	if (conn->n_fifo >= RT_CONN_FIFO_MAX) {

@@ -235,6 +235,8 @@ void rt_req_end(struct rt_correlator *c, struct rt_req *r, uint64_t end_ns, enum
 
 	if (r->ended)
 		return;
+	/* compute pools worked for r until now: their time so far is charged with r in */
+	rt_pool_cut(c, end_ns < r->span.start_ns ? r->span.start_ns : end_ns);
 	r->ended = true;
 	rt_req_set_changed(c, r);
 	if (end_ns < r->span.start_ns)
@@ -316,6 +318,7 @@ static void on_task_new(struct rt_correlator *c, const struct rt_ev_task_new *ev
 		memcpy(t->comm, ev->comm, RT_COMM_LEN);
 		t->comm[RT_COMM_LEN - 1] = '\0';
 	}
+	rt_pool_on_task_new(c, ev); /* born of engine work: a pool thread */
 }
 
 static void on_exit_ev(struct rt_correlator *c, const struct rt_ev_proc_exit *ev)
@@ -454,6 +457,11 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 	case RT_EV_MARK_STEP_TOKENS:
 		if (rt_proc_get(c, ev->pid, true))
 			rt_marker_on_event(c, ev);
+		break;
+	case RT_EV_PACK_CALL:
+		/* parallel regions of a compute pool (pool.c); other roles: pack.c */
+		if (((const struct rt_ev_pack_call *)ev)->role == RT_PACK_REGION)
+			rt_pool_on_region(c, (const struct rt_ev_pack_call *)ev);
 		break;
 	case RT_EV_LOSS:
 		on_loss(c, (const struct rt_ev_loss *)ev);

@@ -139,7 +139,7 @@ static uint32_t burst_owners(const struct rt_thread *t, uint64_t *out)
 	return n;
 }
 
-static struct rt_span_thread *span_thread(struct rt_req *r, const struct rt_thread *t)
+struct rt_span_thread *rt_cpu_span_thread(struct rt_req *r, const struct rt_thread *t)
 {
 	struct rt_span_cpu *cpu = &r->span.cpu;
 	uint32_t i;
@@ -230,7 +230,7 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 		struct rt_req *r = reqs[i];
 		/* an equal split, rounded down: what a piece cannot split evenly is lost */
 		int64_t share = ns / live;
-		struct rt_span_thread *st = span_thread(r, t);
+		struct rt_span_thread *st = rt_cpu_span_thread(r, t);
 
 		rt_req_touch(r, t->tid);
 		switch (kind) {
@@ -319,6 +319,8 @@ void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts)
 		t->burst_on += d;
 		if (n) {
 			charge(c, t, owners, n, PIECE_ON, d, &when);
+		} else if (rt_pool_charge(c, t, true, d, piece.from, piece.to)) {
+			/* a compute pool's thread: charged as it runs (pool.c) */
 		} else {
 			t->resid_on += d;
 			resid_slice(t, piece.from, piece.to);
@@ -327,7 +329,7 @@ void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts)
 	case RT_RUN_RUNNABLE:
 		if (n)
 			charge(c, t, owners, n, PIECE_RUNQ, d, NULL);
-		else
+		else if (!rt_pool_charge(c, t, false, d, piece.from, piece.to))
 			t->resid_runq += d;
 		break;
 	case RT_RUN_BLOCKED:
@@ -345,6 +347,7 @@ void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts)
 static void end_burst(struct rt_correlator *c, struct rt_thread *t)
 {
 	flush(c, t);
+	rt_pool_end_burst(t);
 	if (t->in_burst)
 		t->brief_handoff =
 			t->handoff && t->burst_on < (int64_t)RT_HANDOFF_BRIEF_NS ? t->handoff : 0;
@@ -421,6 +424,7 @@ static void resume_unwoken(struct rt_correlator *c, struct rt_thread *t)
 	t->brief_handoff = 0;
 	if (!t->n_io)
 		hand_over(c, t, brief);
+	rt_pool_resume_unwoken(c, t);
 }
 
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev)
@@ -567,8 +571,10 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 
 	if (ev->hdr.tid && ev->hdr.tid != ev->target_tid && rt_proc_get(c, ev->hdr.pid, false))
 		w = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, false);
-	if (!w)
+	if (!w) {
+		rt_pool_on_wake(c, t, NULL);
 		return;
+	}
 	/* rule 4: w wakes a thread that works for one request alone: w serves it */
 	if (t->n_io == 1 && (req = rt_req_get(c, t->io[0])) && !req->frozen_ns) {
 		if (!served_add(w, req->serial))
@@ -589,6 +595,8 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	if (!r_w && !t->n_io)
 		r_w = brief;
 	hand_over(c, t, r_w);
+	/* after rule 3: a burst handed a request is that request's, not the pool's */
+	rt_pool_on_wake(c, t, w);
 }
 
 void rt_cpu_on_own_record(struct rt_correlator *c, const struct rt_event_hdr *ev)
@@ -610,6 +618,8 @@ void rt_cpu_on_own_record(struct rt_correlator *c, const struct rt_event_hdr *ev
 	case RT_EV_CUDA_API_EXIT:
 	case RT_EV_NCCL_ENTER:
 	case RT_EV_NCCL_EXIT:
+	case RT_EV_PACK_CALL:
+	case RT_EV_PACK_BATCH:
 		break;
 	default:
 		return;

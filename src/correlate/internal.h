@@ -38,6 +38,13 @@
 #define RT_STEP_MEMBERS_MAX 256 /* = RT_MARK_STEP_MAX in reqtrace/marker.h */
 #define RT_THREAD_COMM_IV_MAX 16 /* blocked peer reads a thread holds until it serves */
 #define RT_THREAD_SLICES_MAX 16 /* on-CPU stretches of a burst's residual */
+#define RT_POOL_THREADS_MAX 1024 /* compute-pool threads cut at each change of the engine's work */
+
+/* Where a thread's open step came from: precedence marker > pack (docs/spans.md). */
+enum rt_step_src {
+	RT_STEP_MARKER = 0, /* rt_mark_step_begin() (markers.c) */
+	RT_STEP_PACK = 1, /* an engine pack's step (pack.c) */
+};
 
 /* A stretch of time [from, to). */
 struct rt_iv {
@@ -155,6 +162,7 @@ struct rt_thread {
 	 * parallel to step[]; usable when every member got its count */
 	uint32_t *step_tok;
 	uint32_t n_step_tok;
+	uint8_t step_src; /* enum rt_step_src of the open step */
 	uint32_t step_last_index; /* the last STEP_MEMBER's list index ... */
 	int32_t step_last_slot; /* ... and its slot in step[], -1: not kept */
 	/* rule 3: the request handed over by the wakeup that began this burst */
@@ -178,6 +186,20 @@ struct rt_thread {
 	bool comm_served;
 	struct rt_iv comm_iv[RT_THREAD_COMM_IV_MAX]; /* the pieces of comm_pending */
 	uint32_t n_comm_iv, comm_iv_dropped;
+	/*
+	 * Compute pools (pool.c, docs/spans.md "Compute pools"). A pool thread
+	 * is linked to the engine thread whose work it does (pool_link): for
+	 * its life when that thread created it during a step or a parallel
+	 * region, for one burst when it woke it then.
+	 */
+	uint32_t pool_link; /* tid of the engine thread, 0: none */
+	bool pool_life; /* born of engine work: linked while it lives */
+	bool pool_burst; /* this burst was started by engine work */
+	bool pool_listed; /* in rt_correlator.pool_tids */
+	uint32_t brief_pool; /* pool_link of the last burst if it was brief (a lock) */
+	/* parallel regions (RT_PACK_REGION) this thread is inside; seen any */
+	uint32_t region_depth;
+	bool region_seen;
 };
 
 /* The last ARRIVAL of a connection, waiting for the read it belongs to. */
@@ -282,6 +304,10 @@ struct rt_correlator {
 	struct rt_hmap conns_of;
 	bool conns_of_lost;
 
+	/* compute-pool threads (pool.c), cut when what the engine works for changes */
+	uint32_t pool_tids[RT_POOL_THREADS_MAX];
+	uint32_t n_pool;
+
 	/* an ARRIVAL for a connection not known yet (first seen by that very
 	 * read): held here until its RECV makes the connection */
 	uint32_t arr_pid;
@@ -337,6 +363,8 @@ void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts);
  * requests it served in this burst. Returns the count (at most max).
  */
 uint32_t rt_cpu_owners(const struct rt_thread *t, uint64_t *out, uint32_t max);
+/* r's cpu.threads entry for t, made on first use; NULL when the list is full (counted). */
+struct rt_span_thread *rt_cpu_span_thread(struct rt_req *r, const struct rt_thread *t);
 /* cpu.threads in tid order, as the span contract lists them. */
 void rt_cpu_sort_threads(struct rt_span_cpu *cpu);
 /* Remove r from t's owner sets. */
@@ -367,6 +395,7 @@ void rt_engine_set_free(struct rt_engine_set *s);
 struct rt_gpu_who {
 	uint32_t n;
 	uint32_t split; /* enum rt_gpu_split: the rule that named them */
+	uint32_t source; /* enum rt_work_source (rt_working_for()) */
 	uint64_t weight_sum; /* of w[0..n) */
 	struct rt_req *req[RT_GPU_SHARE_MAX];
 	uint32_t w[RT_GPU_SHARE_MAX]; /* tokens each advanced (split TOKENS), else 1 */
@@ -381,6 +410,49 @@ uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev,
 void rt_gpu_split_q(uint64_t q, const struct rt_gpu_who *who, uint32_t *turn, uint64_t *out);
 /* r's GPU accumulator, made on first use; NULL (r flagged incomplete) without memory. */
 struct rt_gpu_acc *rt_gpu_acc_of(struct rt_req *r);
+
+/* working.c: who the engine is working for (docs/spans.md) */
+/* The engine set of pid's group, oldest first, into out[RT_GPU_SHARE_MAX]. */
+uint32_t rt_engine_set(struct rt_correlator *c, uint32_t pid, uint64_t *out);
+/* Live requests of ids[0..n) into who, weight 1; queued ones left out when skip_queued. */
+uint32_t rt_work_resolve(struct rt_correlator *c, const uint64_t *ids, uint32_t n,
+			 struct rt_gpu_who *who, bool skip_queued);
+/* t's open step weighted by tokens when t has no claims and every member its count, else 0. */
+uint32_t rt_work_step_tokens(struct rt_correlator *c, const struct rt_thread *t,
+			     struct rt_gpu_who *who);
+/* t's open step members (by tokens when known, else equally); 0 when t is in no step. */
+uint32_t rt_work_step(struct rt_correlator *c, const struct rt_thread *t, struct rt_gpu_who *who);
+/*
+ * The requests the engine is working for, seen from engine thread t (NULL:
+ * none known) of process pid: t's open step members, else pid's engine set.
+ * who->source says which (enum rt_work_source).
+ */
+uint32_t rt_working_for(struct rt_correlator *c, const struct rt_thread *t, uint32_t pid,
+			struct rt_gpu_who *who);
+
+/* pool.c: the CPU of compute pools (docs/spans.md, "Compute pools") */
+/*
+ * What the engine works for may change at ts (a step begins or ends, a
+ * request enters or leaves an engine set, a region opens): every pool
+ * thread's time up to ts is charged under the old state first.
+ */
+void rt_pool_cut(struct rt_correlator *c, uint64_t ts);
+/* A TASK_NEW: a thread born of a thread doing engine work is a pool thread. */
+void rt_pool_on_task_new(struct rt_correlator *c, const struct rt_ev_task_new *ev);
+/* w woke t (rule 3 done): t's burst is pool work when w was doing engine work. */
+void rt_pool_on_wake(struct rt_correlator *c, struct rt_thread *t, struct rt_thread *w);
+/* t comes back on a CPU unwoken, or its burst ends: the brief-lock carry (as rule 3's). */
+void rt_pool_resume_unwoken(struct rt_correlator *c, struct rt_thread *t);
+void rt_pool_end_burst(struct rt_thread *t);
+/* A PACK_CALL record of role RT_PACK_REGION (entry or return). */
+void rt_pool_on_region(struct rt_correlator *c, const struct rt_ev_pack_call *ev);
+/*
+ * A piece of t's time with no owner of its own (no marker, no burst owner):
+ * charged to what t's engine works for when t is a pool thread. Returns
+ * false when t is not one now (the caller keeps the piece as before).
+ */
+bool rt_pool_charge(struct rt_correlator *c, struct rt_thread *t, bool on_cpu, int64_t ns,
+		    uint64_t from, uint64_t to);
 
 /* gpu_device.c: CUPTI device records joined to requests through their DRIVER
  * records by correlation id, and the GPU busy fraction per device. */

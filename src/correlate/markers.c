@@ -187,6 +187,7 @@ static void on_step(struct rt_correlator *c, const struct rt_ev_mark_step *ev)
 		if (!t->step && !(t->step = calloc(RT_STEP_MEMBERS_MAX, sizeof(*t->step))))
 			return;
 		t->in_step = true;
+		t->step_src = RT_STEP_MARKER;
 		t->step_id = ev->step_id;
 		t->n_step = 0;
 		t->n_step_tok = 0;
@@ -267,6 +268,8 @@ static void on_bind(struct rt_correlator *c, const struct rt_ev_mark_bind *ev)
 
 void rt_marker_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev)
 {
+	/* a step or a queue changes what the engine works for: pools first (pool.c) */
+	rt_pool_cut(c, ev->ts_ns);
 	switch (ev->kind) {
 	case RT_EV_MARK_BEGIN:
 	case RT_EV_MARK_END:

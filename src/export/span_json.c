@@ -64,6 +64,15 @@ static void cpu_json(struct rt_jsonw *w, const struct rt_span_cpu *cpu)
 	key_ms_or_null(w, "on_cpu_ms", cpu->on_cpu_ns);
 	key_ms_or_null(w, "runq_ms", cpu->runq_ns);
 	key_ms_or_null(w, "off_cpu_ms", cpu->off_cpu_ns);
+	key_ms_or_null(w, "pool_ms", cpu->pool_ns);
+	key_ms_or_null(w, "pool_spin_ms", cpu->pool_spin_ns);
+	rt_jsonw_key(w, "pool_by");
+	if (rt_work_source_name(cpu->pool_by))
+		rt_jsonw_str_val(w, rt_work_source_name(cpu->pool_by));
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "estimated");
+	rt_jsonw_bool(w, cpu->pool_ns != RT_NULL_NS && cpu->pool_ns > 0);
 	rt_jsonw_key(w, "threads");
 	rt_jsonw_arr_open(w);
 	for (i = 0; i < cpu->n_threads && i < RT_SPAN_THREADS_MAX; i++) {
@@ -78,6 +87,8 @@ static void cpu_json(struct rt_jsonw *w, const struct rt_span_cpu *cpu)
 		key_ms_or_null(w, "runq_ms", t->runq_ns);
 		rt_jsonw_key(w, "shared");
 		rt_jsonw_bool(w, t->shared);
+		rt_jsonw_key(w, "pool");
+		rt_jsonw_bool(w, t->pool);
 		rt_jsonw_obj_close(w);
 	}
 	rt_jsonw_arr_close(w);
@@ -459,6 +470,14 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 		s->cpu.on_cpu_ns = ms_ns(v, "on_cpu_ms");
 		s->cpu.runq_ns = ms_ns(v, "runq_ms");
 		s->cpu.off_cpu_ns = ms_ns(v, "off_cpu_ms");
+		s->cpu.pool_ns = ms_ns(v, "pool_ms");
+		s->cpu.pool_spin_ns = ms_ns(v, "pool_spin_ms");
+		{
+			cJSON *by = cJSON_GetObjectItemCaseSensitive(v, "pool_by");
+
+			s->cpu.pool_by = (uint8_t)rt_work_source_parse(
+				cJSON_IsString(by) ? by->valuestring : NULL);
+		}
 		x_uint32(v, "slices_dropped", &s->cpu.slices_dropped);
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(v, "threads"))
 		{
@@ -474,6 +493,7 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 			t->on_cpu_ns = ms_ns(it, "on_cpu_ms");
 			t->runq_ns = ms_ns(it, "runq_ms");
 			t->shared = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "shared"));
+			t->pool = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "pool"));
 		}
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "gpu");

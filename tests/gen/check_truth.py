@@ -21,6 +21,7 @@ import sys
 SWITCH, WAKING, ACCEPT, CONNECT, RECV, SEND, ARRIVAL = 1, 2, 10, 11, 12, 13, 16
 ARR_LEFT_UNREAD = 0x1
 MBEGIN, MEND, STEP_B, STEP_M, STEP_E = 20, 21, 22, 23, 24
+TASK_NEW, PACK_CALL, PACK_REGION = 3, 34, 6
 # enum rt_phase order (marker records carry the index); backlog is never marked
 PHASES = ["receive", "queue", "tokenize", "prefill", "pre_first_token", "decode",
           "comm_wait", "postprocess", "other", "backlog"]
@@ -76,6 +77,10 @@ def decode(r):
     elif k in (STEP_B, STEP_M, STEP_E):
         r["step"], r["n"], r["index"] = struct.unpack_from("<QII", raw, 24)
         r["id"] = cstr(raw[40:104])
+    elif k == TASK_NEW:
+        r["child_pid"], r["child"] = struct.unpack_from("<II", raw, 24)
+    elif k == PACK_CALL:
+        _, r["role"], r["ret"] = struct.unpack_from("<IHH", raw, 24)
 
 
 def content_events(data):
@@ -244,7 +249,10 @@ class Check:
             return th.setdefault(tid, dict(bursts=[], sleeps=[], state=None, since=None))
 
         for r in self.recs:
-            if r["kind"] == WAKING and r["target_pid"] == pid:
+            if r["kind"] == TASK_NEW and r["child_pid"] == pid and r["child"] in th:
+                # a tid born again after it exited: a new thread, first seen at its switch-in
+                th[r["child"]]["state"] = None
+            elif r["kind"] == WAKING and r["target_pid"] == pid:
                 s = st(r["target"])
                 if s["state"] == "sleep":
                     s["sleeps"].append((s["since"], r["ts"]))
@@ -398,6 +406,34 @@ class Check:
 
         cpu, charged, shared = {}, set(), set()
         off = [0] * n
+        pool_of = self.pool_bursts(th, ends)
+        pool, pool_on = set(), [0] * n
+        received = [t["received_ns"] for t in self.truth]
+        queued = self.queue_intervals()
+
+        def working_for(eng, a):
+            """docs/spans.md: the engine's open step's live members, else the engine set."""
+            for t0, t1, mem in self.steps_of.get(eng, []):
+                if t0 <= a < t1:
+                    live = {i for i in mem if ends[i] > a}
+                    if live:
+                        return live
+            return {i for i in range(n) if received[i] <= a < ends[i] and
+                    not any(q0 <= a < q1 for q0, q1 in queued.get(i, []))}
+
+        def pool_charge(eng, tid, kind, p0, p1):
+            xs = {p0, p1} | {x for t0, t1, _ in self.steps_of.get(eng, []) for x in (t0, t1)} | \
+                set(received) | set(ends) | {x for v in queued.values() for iv in v for x in iv}
+            xs = sorted(x for x in xs if p0 <= x <= p1)
+            for a, c in zip(xs, xs[1:]):
+                m = working_for(eng, a)
+                for i in m:
+                    cpu[(i, tid, kind)] = cpu.get((i, tid, kind), 0) + (c - a) // len(m)
+                    charged.add((i, tid))
+                    shared.add((i, tid))
+                    pool.add((i, tid))
+                    if kind == "on":
+                        pool_on[i] += (c - a) // len(m)
 
         def charge(owners, tid, kind, ns):
             if not owners or not ns:
@@ -418,11 +454,14 @@ class Check:
                 cuts = sorted({start, end} | {ends[i] for i in own if start < ends[i] < end} |
                               ({b["until"]} if start < b["until"] < end else set()))
                 resid = {}
+                eng = pool_of.get((tid, b["start"]))
                 for p0, p1, kind in b["pieces"]:
                     for a, c in pieces(ivs, p0, p1):
                         m, _ = cover(ivs, a, c)
                         if m:
                             charge(m, tid, kind, c - a)
+                        elif eng is not None:
+                            pool_charge(eng, tid, kind, a, c)
                         else:
                             j = bisect.bisect_right(cuts, a) - 1
                             resid[(j, kind)] = resid.get((j, kind), 0) + c - a
@@ -456,11 +495,66 @@ class Check:
                     self.err(rid, f"cpu tid {tid}", g, (w["on_cpu_ms"], w["runq_ms"]))
                 if ((i, tid) in shared) != w["shared"]:
                     self.err(rid, f"cpu tid {tid} shared", (i, tid) in shared, w["shared"])
+                if ((i, tid) in pool) != w.get("pool", False):
+                    self.err(rid, f"cpu tid {tid} pool", (i, tid) in pool, w.get("pool", False))
+            if "pool_ms" in tcpu:
+                want = round(tcpu["pool_ms"] * 1e6) if tcpu["pool_ms"] is not None else 0
+                if abs(pool_on[i] - want) > TOL_NS:
+                    self.err(rid, "pool_ms", pool_on[i], tcpu["pool_ms"])
+            elif pool_on[i]:
+                self.err(rid, "pool_ms", pool_on[i], None)
             if abs(off[i] - round(tcpu["off_cpu_ms"] * 1e6)) > TOL_NS:
                 self.err(rid, "off_cpu", off[i], tcpu["off_cpu_ms"])
         self.th = th
 
     # ---- phases ---------------------------------------------------------------------------
+
+    # ---- compute pools (docs/spans.md "Compute pools") -----------------------------------------
+
+    def queue_intervals(self):
+        """Per request, its open QUEUE marker intervals: out of the engine set."""
+        out = {}
+        for _, _, t0, t1, ph, rid in self.marker_intervals():
+            if PHASES[ph] == "queue" and rid in self.ids:
+                out.setdefault(self.ids[rid], []).append((t0, NEVER if t1 is None else t1))
+        return out
+
+    def pool_bursts(self, th, ends):
+        """{(tid, burst start): engine tid} for the bursts a compute pool does: a thread
+        created by a thread in a step or a parallel region (for its life), a burst woken by
+        one (for that burst); only bursts with no owner of their own (rules 2-4)."""
+        self.steps_of = {}
+        for tid, t0, t1, mem in self.step_intervals():
+            self.steps_of.setdefault(tid, []).append((t0, t1, mem))
+        regions, open_ = {}, {}
+        for r in self.recs:
+            if r["kind"] == PACK_CALL and r["role"] == PACK_REGION:
+                if r["ret"] == 0:
+                    open_.setdefault(r["tid"], []).append(r["ts"])
+                elif open_.get(r["tid"]):
+                    regions.setdefault(r["tid"], []).append((open_[r["tid"]].pop(), r["ts"]))
+        for tid, v in open_.items():
+            regions.setdefault(tid, []).extend((t0, NEVER) for t0 in v)
+
+        def busy(tid, ts):
+            return any(t0 <= ts < t1 and {i for i in mem if ends[i] > ts}
+                       for t0, t1, mem in self.steps_of.get(tid, [])) or \
+                any(t0 <= ts < t1 for t0, t1 in regions.get(tid, []))
+
+        life = {}
+        for r in self.recs:
+            if r["kind"] == TASK_NEW and r["child_pid"] == r["pid"] and busy(r["tid"], r["ts"]):
+                life[r["child"]] = r["tid"]
+        out = {}
+        for tid, s in th.items():
+            for b in s["bursts"]:
+                if b["gain"] or b["handoff"] is not None:
+                    continue
+                if tid in life:
+                    out[(tid, b["start"])] = life[tid]
+                elif b["waker"] in th and b["waker"] != tid and busy(b["waker"], b["start"]):
+                    out[(tid, b["start"])] = b["waker"]
+        return out
 
     def comm_waits(self):
         """Blocked peer reads, each for the requests whose handlers the engine wakes next."""

@@ -195,6 +195,19 @@ def compare(reqtrace, rtrace):
             if gt[tid]["shared"] != tt[tid]["shared"]:
                 out.append(f"{rid}: cpu {tid} shared: replay {gt[tid]['shared']}, "
                            f"truth {tt[tid]['shared']}")
+            # compute pools: a thread charged as a pool's (the truth lists only true)
+            if gt[tid].get("pool", False) != tt[tid].get("pool", False):
+                out.append(f"{rid}: cpu {tid} pool: replay {gt[tid].get('pool')}, "
+                           f"truth {tt[tid].get('pool', False)}")
+        if "pool_ms" in t["cpu"]:
+            # only pool scenarios state it; an estimate flagged as one
+            if not near(g["cpu"].get("pool_ms"), t["cpu"]["pool_ms"], CPU_TOL_MS):
+                out.append(f"{rid}: pool_ms: replay {g['cpu'].get('pool_ms')}, "
+                           f"truth {t['cpu']['pool_ms']}")
+            if g["cpu"].get("estimated") != (t["cpu"]["pool_ms"] is not None):
+                out.append(f"{rid}: estimated: replay {g['cpu'].get('estimated')}")
+        elif g["cpu"].get("pool_ms") is not None:
+            out.append(f"{rid}: pool_ms: replay {g['cpu']['pool_ms']}, no pool in the truth")
         if not near(g["cpu"]["off_cpu_ms"], t["cpu"]["off_cpu_ms"], CPU_TOL_MS):
             out.append(f"{rid}: off_cpu_ms: replay {g['cpu']['off_cpu_ms']}, "
                        f"truth {t['cpu']['off_cpu_ms']}")

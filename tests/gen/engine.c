@@ -121,6 +121,138 @@ static void eng_token(struct sim *s, struct sim_thread *t, struct sim_act *a)
 	}
 }
 
+/* ---- compute pools (gen_scenario.pool) ---- */
+
+#define RT_PACK_CALL_ENTRY 0
+#define RT_PACK_CALL_RETURN 1
+
+static void disp_spawn(struct sim *s, struct sim_thread *t, struct sim_act *a)
+{
+	(void)t;
+	(void)a;
+	gen_world_of(s)->disp_alive = true;
+}
+
+static void disp_exits(struct sim *s, struct sim_thread *t, struct sim_act *a)
+{
+	struct gen_world *w = gen_world_of(s);
+
+	(void)t;
+	(void)a;
+	w->disp_alive = false;
+}
+
+static void pool_kick(struct sim *s, struct sim_thread *t, struct sim_act *a)
+{
+	(void)t;
+	(void)a;
+	gen_world_of(s)->pool_kicks++;
+}
+
+/*
+ * A parallel region (GOMP_parallel under a pack's uprobe, in both modes):
+ * its entry creates the spinning worker the first time and wakes the
+ * sleeping one; the step's compute burn runs inside it.
+ */
+static void pool_region(struct gen_world *w, struct sim_thread *t, uint32_t ret)
+{
+	struct sim_act *a = sim_push(&w->sim, t, SIM_ACT_MARK);
+
+	a->mark_kind = RT_EV_PACK_CALL;
+	a->phase = ret;
+	if (ret != RT_PACK_CALL_ENTRY)
+		return;
+	if (!w->spinner_born) {
+		w->spinner_born = true;
+		sim_push(&w->sim, t, SIM_ACT_TASK_NEW)->target = w->th_spinner;
+	}
+	/* ggml without a threadpool: a thread per region, joined at its end */
+	gen_call(w, t, disp_spawn, -1, 0);
+	sim_push(&w->sim, t, SIM_ACT_TASK_NEW)->target = w->th_disp;
+	gen_call(w, t, pool_kick, -1, 0);
+	gen_wake(w, t, w->th_sleeper, SIM_W_INBOX);
+}
+
+static bool cond_disp_joined(struct sim *s, struct sim_thread *t)
+{
+	(void)t;
+	return !gen_world_of(s)->disp_alive;
+}
+
+/* The region's end: the disposable worker is joined first. */
+static void pool_region_end(struct gen_world *w, struct sim_thread *t)
+{
+	gen_wait(w, t, SIM_W_JOIN, -1, cond_disp_joined);
+	pool_region(w, t, RT_PACK_CALL_RETURN);
+}
+
+static bool cond_pool_work(struct sim *s, struct sim_thread *t)
+{
+	struct gen_world *w = gen_world_of(s);
+
+	(void)t;
+	return w->pool_kicks != w->pool_taken;
+}
+
+static bool pool_over(const struct gen_world *w)
+{
+	return w->conns_closed == w->n_conns;
+}
+
+/* ggml's threadpool, PyTorch intra-op: asleep until the engine's region wakes it. */
+void gen_sleeper_behave(struct sim *s, struct sim_thread *t)
+{
+	struct gen_world *w = gen_world_of(s);
+
+	if (w->pool_kicks == w->pool_taken) {
+		gen_wait(w, t, SIM_W_INBOX, -1, cond_pool_work);
+		return;
+	}
+	w->pool_taken = w->pool_kicks;
+	gen_burn(w, t, 150 * US, 350 * US);
+}
+
+/*
+ * libgomp with an active wait policy: computes and spins without sleeping
+ * on anything the engine does; the timer interrupts between its chunks
+ * stand for preemptions. It stops once every client is gone.
+ */
+void gen_spinner_behave(struct sim *s, struct sim_thread *t)
+{
+	struct gen_world *w = gen_world_of(s);
+
+	if (pool_over(w)) {
+		gen_wait(w, t, 0, -1, gen_never);
+		return;
+	}
+	gen_burn(w, t, 400 * US, 900 * US);
+	sim_push(s, t, SIM_ACT_SLEEP)->ns = sim_range(s, 300 * US, 1500 * US);
+}
+
+/* A disposable worker: created by the region, computes, wakes its joiner and exits. */
+void gen_disp_behave(struct sim *s, struct sim_thread *t)
+{
+	struct gen_world *w = gen_world_of(s);
+
+	gen_burn(w, t, 100 * US, 250 * US);
+	gen_call(w, t, disp_exits, -1, 0);
+	gen_wake(w, t, w->th_eng, SIM_W_JOIN);
+	sim_push(s, t, SIM_ACT_EXIT);
+}
+
+/* A runtime's GC or I/O thread: woken by its timers, never engine work. */
+void gen_runtime_behave(struct sim *s, struct sim_thread *t)
+{
+	struct gen_world *w = gen_world_of(s);
+
+	if (pool_over(w)) {
+		gen_wait(w, t, 0, -1, gen_never);
+		return;
+	}
+	gen_burn(w, t, 100 * US, 300 * US);
+	sim_push(s, t, SIM_ACT_SLEEP)->ns = sim_range(s, 1500 * US, 3000 * US);
+}
+
 /* One engine loop iteration: drop aborted, take new requests, run one step. */
 void gen_eng_behave(struct sim *s, struct sim_thread *t)
 {
@@ -181,8 +313,12 @@ void gen_eng_behave(struct sim *s, struct sim_thread *t)
 			w->reqs[i].open_phase = RT_PHASE_PREFILL;
 		}
 	}
+	if (w->sc->pool)
+		pool_region(w, t, RT_PACK_CALL_ENTRY);
 	gen_burn(w, t, 100 * US + nb * 25 * US + (fresh ? 150 * US : 0),
 		 160 * US + nb * 25 * US + (fresh ? 150 * US : 0));
+	if (w->sc->pool)
+		pool_region_end(w, t);
 	if (w->sc->comm) {
 		struct gen_str msg = { 0 };
 

@@ -74,6 +74,14 @@ struct gen_scenario {
 	/* handler threads, each serving its connections one after another
 	 * (connection i goes to handler i % n_handlers); 0: one per connection */
 	int n_handlers;
+	/*
+	 * compute pools around the engine's step (docs/spans.md "Compute
+	 * pools"): each step's work is a parallel region (PACK_CALL REGION
+	 * records, both modes); a sleeping worker woken in it, a spinning
+	 * worker created by the first one, and a runtime thread that is
+	 * never engine work
+	 */
+	bool pool;
 };
 
 /* http_bytes.c: a growable byte string */
@@ -165,6 +173,11 @@ struct gen_world {
 	uint64_t step_t0; /* when the current engine step started */
 	bool eng_ready; /* peer connected */
 	bool stop_armed;
+	/* compute pools (gen_scenario.pool), thread indexes or -1 */
+	int th_sleeper, th_spinner, th_runtime, th_disp;
+	bool spinner_born;
+	bool disp_alive; /* the disposable worker of the current region has not exited */
+	uint32_t pool_kicks, pool_taken; /* regions that woke the sleeper, and it took */
 };
 
 static inline struct gen_world *gen_world_of(struct sim *s)
@@ -207,6 +220,11 @@ void gen_client_after(struct gen_world *w, struct gen_req *r);
 /* engine.c: thread behaviours */
 void gen_tok_behave(struct sim *s, struct sim_thread *t);
 void gen_eng_behave(struct sim *s, struct sim_thread *t);
+/* compute pools (gen_scenario.pool) */
+void gen_sleeper_behave(struct sim *s, struct sim_thread *t);
+void gen_spinner_behave(struct sim *s, struct sim_thread *t);
+void gen_runtime_behave(struct sim *s, struct sim_thread *t);
+void gen_disp_behave(struct sim *s, struct sim_thread *t);
 
 void gs_free(struct gen_str *g);
 void gs_put(struct gen_str *g, const char *s, size_t n);
@@ -237,6 +255,8 @@ struct gen_cpu_truth {
 	int64_t runq[GEN_MAX_REQS][SIM_MAX_THREADS];
 	bool shared[GEN_MAX_REQS][SIM_MAX_THREADS];
 	bool charged[GEN_MAX_REQS][SIM_MAX_THREADS];
+	bool pool[GEN_MAX_REQS][SIM_MAX_THREADS]; /* charged as a compute pool's */
+	int64_t pool_on[GEN_MAX_REQS]; /* pool threads' on-CPU share */
 	int64_t off[GEN_MAX_REQS];
 };
 

@@ -202,6 +202,26 @@ static const struct gen_scenario scenarios[] = {
 		.arrival = true,
 		.n_handlers = 2,
 	},
+	{
+		.name = "pool",
+		.desc = "compute pools: a sleeping and a spinning worker, and a runtime thread",
+		.n_conns = 2,
+		.conn_at = { 1 * MS, 3 * MS },
+		.n_reqs = 3,
+		.reqs = {
+			{ .conn = 0, .at_ns = 100 * US, .n_tokens = 8, .prompt_len = 120,
+			  .stream = true, .with_id = true },
+			{ .conn = 0, .think_ns = 4 * MS, .n_tokens = 5, .prompt_len = 60,
+			  .stream = true, .with_id = true },
+			{ .conn = 1, .at_ns = 100 * US, .n_tokens = 6, .prompt_len = 80,
+			  .fmt = GEN_FMT_CHAT, .stream = true, .with_id = true },
+		},
+		.recv_sys = RT_SYS_READ,
+		.send_sys = RT_SYS_WRITE,
+		.final_sys = RT_SYS_WRITEV,
+		.noise = 0,
+		.pool = true,
+	},
 };
 
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

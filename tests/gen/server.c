@@ -48,7 +48,9 @@ static void main_behave(struct sim *s, struct sim_thread *t)
 		w->main_st = 1;
 		gen_burn(w, t, 50 * US, 100 * US);
 		for (i = 0; i < s->n_threads; i++) {
-			if (i == t->idx || !s->threads[i]->traced)
+			/* the pool workers are the engine's: its regions create them */
+			if (i == t->idx || !s->threads[i]->traced || i == w->th_spinner ||
+			    i == w->th_disp)
 				continue;
 			sim_push(s, t, SIM_ACT_TASK_NEW)->target = i;
 		}
@@ -497,6 +499,7 @@ int gen_server_setup(struct gen_world *w)
 		return -EINVAL;
 	w->n_conns = sc->n_conns;
 
+	w->th_sleeper = w->th_spinner = w->th_runtime = w->th_disp = -1;
 	w->th_main = add_thread(w, GEN_PID, "testsrv", main_behave, NULL);
 	w->th_tok = add_thread(w, GEN_PID + 1, "tokenizer", gen_tok_behave, NULL);
 	w->th_eng = add_thread(w, GEN_PID + 2, "engine", gen_eng_behave, NULL);
@@ -526,6 +529,15 @@ int gen_server_setup(struct gen_world *w)
 		if (err)
 			return err;
 		sim_sock_get(s, c->fd)->watched = sc->arrival;
+	}
+	/* after the handlers: threads are listed in tid order */
+	if (sc->pool) {
+		w->th_sleeper = add_thread(w, GEN_PID + 20, "pool-sleep", gen_sleeper_behave, NULL);
+		w->th_spinner = add_thread(w, GEN_PID + 21, "pool-spin", gen_spinner_behave, NULL);
+		w->th_runtime = add_thread(w, GEN_PID + 22, "runtime-gc", gen_runtime_behave, NULL);
+		w->th_disp = add_thread(w, GEN_PID + 23, "pool-disp", gen_disp_behave, NULL);
+		if (w->th_sleeper < 0 || w->th_spinner < 0 || w->th_runtime < 0 || w->th_disp < 0)
+			return -ENOSPC;
 	}
 	for (i = 0; i < sc->noise; i++) {
 		idx = sim_thread_add(s, GEN_NOISE_PID, GEN_NOISE_PID + i, "stress", false,

@@ -584,6 +584,27 @@ static bool step(struct sim *s, struct sim_thread *t, struct sim_act *a)
 		default:
 			return true;
 		}
+	case SIM_ACT_EXIT:
+		switch (a->stage++) {
+		case 0:
+			/* pthread_exit() and do_exit() up to the exit tracepoint */
+			sim_burn(s, t, sim_range(s, 5000, 10000));
+			return false;
+		case 1:
+			/* gone: no segment while dead; a TASK_NEW may start it again */
+			t->wait_mask = 0;
+			t->state = SIM_SLEEP;
+			t->burning = false;
+			t->burn_left = 0;
+			t->gen++;
+			t->bursts[t->n_bursts - 1].end = s->now;
+			seg_switch(s, t, SIM_SEG_UNSEEN);
+			sim_emit_exit(s, t);
+			cpu_switch(s, t->cpu, t->idx, RT_TASK_DEAD, runq_pop(s));
+			return false;
+		default:
+			return true;
+		}
 	case SIM_ACT_TASK_NEW:
 		if (a->stage++)
 			return true;

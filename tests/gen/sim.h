@@ -21,7 +21,7 @@
 #include <reqtrace/event.h>
 
 #define SIM_NCPU 2
-#define SIM_MAX_THREADS 12
+#define SIM_MAX_THREADS 16
 #define SIM_MAX_SOCKS 8
 #define SIM_AQ_LEN 256 /* queued actions per thread */
 #define SIM_TICK_NS 1000000ULL /* preemption granularity */
@@ -34,6 +34,7 @@
 #define SIM_W_TIMER 0x8
 #define SIM_W_CONN 0x10 /* a connection handed to this handler */
 #define SIM_W_ACCEPT 0x20 /* a connection in the listen backlog */
+#define SIM_W_JOIN 0x40 /* a thread it created has exited (pthread_join) */
 
 /* Record sources of the generated stream (the file names them). */
 #define SIM_SRC_BPF 1
@@ -44,7 +45,7 @@ enum sim_seg_type { SIM_SEG_ONCPU, SIM_SEG_RUNQ, SIM_SEG_SLEEP, SIM_SEG_UNSEEN }
 
 enum sim_act_kind {
 	SIM_ACT_BURN,
-	SIM_ACT_MARK, /* MARK_BEGIN/END, STEP_BEGIN(+members)/END */
+	SIM_ACT_MARK, /* MARK_BEGIN/END, STEP_BEGIN(+members)/END; PACK_CALL: a region */
 	SIM_ACT_SEND,
 	SIM_ACT_RECV,
 	SIM_ACT_WAKE,
@@ -55,6 +56,7 @@ enum sim_act_kind {
 	SIM_ACT_CONNECT,
 	SIM_ACT_CLOSE,
 	SIM_ACT_TASK_NEW,
+	SIM_ACT_EXIT, /* the thread exits (PROC_EXIT, a switch-out DEAD); TASK_NEW restarts it */
 };
 
 struct sim;
@@ -116,8 +118,8 @@ struct sim_io_log {
 struct sim_mark_log {
 	uint64_t ts;
 	int32_t thread;
-	uint16_t kind; /* RT_EV_MARK_BEGIN, _END, _STEP_BEGIN, _STEP_END */
-	uint16_t phase;
+	uint16_t kind; /* RT_EV_MARK_BEGIN, _END, _STEP_BEGIN, _STEP_END; PACK_CALL (region) */
+	uint16_t phase; /* PACK_CALL: 0 entry, 1 return */
 	int32_t req; /* BEGIN/END */
 	uint32_t mask; /* STEP_BEGIN members */
 	uint64_t step_id;
@@ -304,6 +306,7 @@ int sim_emit_io(struct sim *s, struct sim_thread *t, uint16_t kind, const struct
 		uint16_t syscall, uint64_t enter, int64_t ret, const uint8_t *data);
 int sim_emit_mark(struct sim *s, struct sim_thread *t, const struct sim_act *a);
 int sim_emit_task_new(struct sim *s, struct sim_thread *parent, struct sim_thread *child);
+int sim_emit_exit(struct sim *s, struct sim_thread *t);
 int sim_emit_conn(struct sim *s, struct sim_thread *t, uint16_t kind, const struct sim_sock *so,
 		  uint64_t enter, int listen_fd);
 int sim_emit_close(struct sim *s, struct sim_thread *t, uint64_t enter, int fd);

@@ -125,6 +125,16 @@ int sim_emit_task_new(struct sim *s, struct sim_thread *parent, struct sim_threa
 	return sim_emit(s, &r, sizeof(r), SIM_SRC_BPF, parent->cpu);
 }
 
+int sim_emit_exit(struct sim *s, struct sim_thread *t)
+{
+	struct rt_ev_proc_exit r;
+
+	memset(&r, 0, sizeof(r));
+	sim_hdr(&r.hdr, RT_EV_PROC_EXIT, sizeof(r), s->now, t->pid, t->tid);
+	memcpy(r.comm, t->comm, RT_COMM_LEN);
+	return sim_emit(s, &r, sizeof(r), SIM_SRC_BPF, t->cpu);
+}
+
 int sim_emit_conn(struct sim *s, struct sim_thread *t, uint16_t kind, const struct sim_sock *so,
 		  uint64_t enter, int listen_fd)
 {
@@ -247,6 +257,16 @@ int sim_emit_mark(struct sim *s, struct sim_thread *t, const struct sim_act *a)
 	err = log_mark(s, t, a);
 	if (err)
 		goto out;
+	if (a->mark_kind == RT_EV_PACK_CALL) {
+		/* a pack's parallel region (GOMP_parallel): a uprobe, phase = entry 0 / return 1 */
+		struct rt_ev_pack_call pc;
+
+		memset(&pc, 0, sizeof(pc));
+		sim_hdr(&pc.hdr, RT_EV_PACK_CALL, sizeof(pc), s->now, t->pid, t->tid);
+		pc.role = RT_PACK_REGION;
+		pc.ret = (uint16_t)a->phase;
+		return sim_emit(s, &pc, sizeof(pc), SIM_SRC_BPF, t->cpu);
+	}
 	if (a->mark_kind == RT_EV_MARK_BEGIN || a->mark_kind == RT_EV_MARK_END) {
 		memset(&m, 0, sizeof(m));
 		sim_hdr(&m.hdr, a->mark_kind, sizeof(m), s->now, t->pid, t->tid);

@@ -279,6 +279,14 @@ static void put_cpu(struct gen_str *g, const struct gen_world *w, const struct g
 	put_ms(g, rq);
 	gs_printf(g, ",\"off_cpu_ms\":");
 	put_ms(g, ct->off[ri]);
+	if (w->sc->pool) {
+		/* only where pools are simulated: the other scenarios' truth stays as it was */
+		gs_printf(g, ",\"pool_ms\":");
+		if (ct->pool_on[ri])
+			put_ms(g, ct->pool_on[ri]);
+		else
+			gs_printf(g, "null");
+	}
 	gs_printf(g, ",\"threads\":[");
 	/* threads are created in tid order */
 	for (th = 0; th < w->sim.n_threads; th++) {
@@ -291,7 +299,8 @@ static void put_cpu(struct gen_str *g, const struct gen_world *w, const struct g
 		put_ms(g, ct->on[ri][th]);
 		gs_printf(g, ",\"runq_ms\":");
 		put_ms(g, ct->runq[ri][th]);
-		gs_printf(g, ",\"shared\":%s}", ct->shared[ri][th] ? "true" : "false");
+		gs_printf(g, ",\"shared\":%s", ct->shared[ri][th] ? "true" : "false");
+		gs_printf(g, "%s}", ct->pool[ri][th] ? ",\"pool\":true" : "");
 		first = false;
 	}
 	gs_printf(g, "]}");

@@ -39,8 +39,20 @@ static bool handoff_owns(const struct burst_own *bo, uint64_t a)
 	return bo->handoff >= 0 && bo->handoff_until > a;
 }
 
+/* A parallel region of the engine (PACK_CALL REGION entry to return). */
+struct region {
+	uint64_t t0, t1;
+};
+
 struct cpu_ctx {
 	struct gen_world *w;
+	/* compute pools (docs/spans.md "Compute pools"): the engine's regions,
+	 * each request's QUEUE intervals (out of the engine set), pool bursts */
+	struct region reg[GEN_MAX_STEPS * 2];
+	int n_reg;
+	struct claim queue[GEN_MAX_REQS * 4];
+	int n_queue;
+	bool *pool_burst[SIM_MAX_THREADS];
 	int n_reqs;
 	uint64_t end[GEN_MAX_REQS];
 	uint64_t first_io[SIM_MAX_THREADS][GEN_MAX_REQS]; /* NEVER: no I/O */
@@ -289,6 +301,156 @@ static uint64_t next_cut(const struct cpu_ctx *x, int th, uint64_t a, uint64_t l
 	return b;
 }
 
+/* ---- compute pools (docs/spans.md "Compute pools") ---- */
+
+static bool in_region(const struct cpu_ctx *x, uint64_t t)
+{
+	int i;
+
+	for (i = 0; i < x->n_reg; i++)
+		if (x->reg[i].t0 <= t && t < x->reg[i].t1)
+			return true;
+	return false;
+}
+
+/* The engine's open step at t: its live members (0: none, or not in a step). */
+static uint32_t engine_step_at(const struct cpu_ctx *x, uint64_t t, bool *in_step)
+{
+	int e = x->w->th_eng, i;
+
+	*in_step = false;
+	for (i = 0; i < x->n_iv[e]; i++) {
+		const struct claim *c = &x->iv[e][i];
+
+		if (c->step && c->t0 <= t && t < c->t1) {
+			*in_step = true;
+			return c->mask & live_at(x, t);
+		}
+	}
+	return 0;
+}
+
+/* Who the engine works for at t: its step's live members, else the engine set. */
+static uint32_t working_for(const struct cpu_ctx *x, uint64_t t)
+{
+	uint32_t m = 0;
+	bool in_step;
+	int i;
+
+	m = engine_step_at(x, t, &in_step);
+	if (m)
+		return m;
+	for (i = 0; i < x->n_reqs; i++)
+		if (x->w->reqs[i].received && x->w->reqs[i].received <= t && x->end[i] > t)
+			m |= 1u << i;
+	for (i = 0; i < x->n_queue; i++)
+		if (x->queue[i].t0 <= t && t < x->queue[i].t1)
+			m &= ~x->queue[i].mask;
+	return m;
+}
+
+/* The engine is doing engine work at t: inside a step with live members, or a region. */
+static bool engine_busy(const struct cpu_ctx *x, uint64_t t)
+{
+	bool in_step;
+
+	return engine_step_at(x, t, &in_step) || in_region(x, t);
+}
+
+/* The first instant in (a, lim) where what the engine works for can change. */
+static uint64_t pool_cut(const struct cpu_ctx *x, uint64_t a, uint64_t lim)
+{
+	int e = x->w->th_eng, i;
+	uint64_t b = lim;
+
+	for (i = 0; i < x->n_iv[e]; i++) {
+		b = sooner(b, a, x->iv[e][i].t0);
+		b = sooner(b, a, x->iv[e][i].t1);
+	}
+	for (i = 0; i < x->n_queue; i++) {
+		b = sooner(b, a, x->queue[i].t0);
+		b = sooner(b, a, x->queue[i].t1);
+	}
+	for (i = 0; i < x->n_reqs; i++) {
+		b = sooner(b, a, x->w->reqs[i].received);
+		b = sooner(b, a, x->end[i]);
+	}
+	return b;
+}
+
+/*
+ * Pool bursts: the spinning worker, born of the engine's first region,
+ * and the disposable one, born of each, for their lives; a burst woken by the engine while it does engine work.
+ * Either only where the burst has no owner of its own (rules 2-4).
+ */
+static int pool_bursts(struct cpu_ctx *x)
+{
+	const struct sim *s = &x->w->sim;
+	int th;
+	size_t k;
+
+	for (th = 0; th < s->n_threads; th++) {
+		const struct sim_thread *t = s->threads[th];
+
+		x->pool_burst[th] = calloc(t->n_bursts + 1, sizeof(bool));
+		if (!x->pool_burst[th])
+			return -ENOMEM;
+		if (!x->w->sc->pool || !t->traced || th == x->w->th_eng)
+			continue;
+		for (k = 0; k < t->n_bursts; k++) {
+			const struct burst_own *bo = &x->own[th][k];
+			bool owned = bo->handoff >= 0;
+			int r;
+
+			for (r = 0; r < x->n_reqs; r++)
+				owned |= bo->gain[r] != NEVER;
+			if (owned)
+				continue;
+			x->pool_burst[th][k] = th == x->w->th_spinner || th == x->w->th_disp ||
+					       (t->bursts[k].waker == x->w->th_eng &&
+						engine_busy(x, t->bursts[k].start));
+		}
+	}
+	return 0;
+}
+
+static void pool_marks(struct cpu_ctx *x)
+{
+	const struct sim *s = &x->w->sim;
+	size_t i, j;
+
+	for (i = 0; i < s->n_marks; i++) {
+		const struct sim_mark_log *m = &s->marks[i];
+
+		if (m->kind == RT_EV_PACK_CALL && m->phase == 0 && x->n_reg < GEN_MAX_STEPS * 2) {
+			x->reg[x->n_reg].t0 = m->ts;
+			x->reg[x->n_reg].t1 = NEVER;
+			for (j = i + 1; j < s->n_marks; j++)
+				if (s->marks[j].kind == RT_EV_PACK_CALL &&
+				    s->marks[j].thread == m->thread && s->marks[j].phase == 1) {
+					x->reg[x->n_reg].t1 = s->marks[j].ts;
+					break;
+				}
+			x->n_reg++;
+		}
+		if (m->kind == RT_EV_MARK_BEGIN && m->phase == RT_PHASE_QUEUE &&
+		    x->n_queue < GEN_MAX_REQS * 4) {
+			struct claim *q = &x->queue[x->n_queue++];
+
+			q->t0 = m->ts;
+			q->t1 = NEVER;
+			q->mask = 1u << m->req;
+			for (j = i + 1; j < s->n_marks; j++)
+				if (s->marks[j].kind == RT_EV_MARK_END &&
+				    s->marks[j].req == m->req &&
+				    s->marks[j].phase == RT_PHASE_QUEUE) {
+					q->t1 = s->marks[j].ts;
+					break;
+				}
+		}
+	}
+}
+
 static void charge(struct gen_cpu_truth *ct, int th, uint8_t type, uint64_t ns, uint32_t owners)
 {
 	int n = __builtin_popcount(owners), i;
@@ -305,6 +467,36 @@ static void charge(struct gen_cpu_truth *ct, int th, uint8_t type, uint64_t ns, 
 		ct->charged[i][th] = true;
 		if (n > 1)
 			ct->shared[i][th] = true;
+	}
+}
+
+/* A pool burst's piece [a, b): to what the engine works for, cut where that changes. */
+static void pool_charge(const struct cpu_ctx *x, struct gen_cpu_truth *ct, int th, uint8_t type,
+			uint64_t a, uint64_t b)
+{
+	uint64_t c;
+	uint32_t m;
+	int n, i;
+
+	for (; a < b; a = c) {
+		c = pool_cut(x, a, b);
+		m = working_for(x, a);
+		n = __builtin_popcount(m);
+		if (!n)
+			continue; /* the engine works for nobody: unattributed */
+		for (i = 0; i < GEN_MAX_REQS; i++) {
+			int64_t share = (int64_t)(c - a) / n;
+
+			if (!(m & (1u << i)))
+				continue;
+			if (type == SIM_SEG_ONCPU) {
+				ct->on[i][th] += share;
+				ct->pool_on[i] += share;
+			} else {
+				ct->runq[i][th] += share;
+			}
+			ct->charged[i][th] = ct->shared[i][th] = ct->pool[i][th] = true;
+		}
 	}
 }
 
@@ -383,6 +575,8 @@ static void busy(const struct cpu_ctx *x, struct gen_cpu_truth *ct, int th, cons
 		m = cover(x, th, a, b, &step);
 		if (m)
 			charge(ct, th, g->type, b - a, m);
+		else if (x->pool_burst[th][g->burst])
+			pool_charge(x, ct, th, g->type, a, b);
 		else
 			residual_add(rs, g->type, a, b - a);
 	}
@@ -465,11 +659,16 @@ int gen_cpu_truth(struct gen_world *w, struct gen_cpu_truth *ct)
 	err = marker_intervals(x);
 	if (!err)
 		err = burst_owners(x);
+	pool_marks(x);
+	if (!err)
+		err = pool_bursts(x);
 	for (th = 0; th < s->n_threads && !err; th++)
 		if (s->threads[th]->traced)
 			thread_truth(x, ct, th);
-	for (th = 0; th < SIM_MAX_THREADS; th++)
+	for (th = 0; th < SIM_MAX_THREADS; th++) {
 		free(x->own[th]);
+		free(x->pool_burst[th]);
+	}
 	free(x);
 	return err;
 }

@@ -64,6 +64,10 @@ static void test_exact_and_nulls(void **state)
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"queue_ms\":null"));
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"receive_ms\":1.000"));
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"gpu\":null"));
+	/* no compute-pool time: null, not an estimate */
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"pool_ms\":null,\"pool_spin_ms\":null,"
+						 "\"pool_by\":null,\"estimated\":false"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"shared\":true,\"pool\":false}"));
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"tokens_out\":null"));
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"response_id\":null"));
 	assert_non_null(strstr(rt_jsonw_str(&w), "\"flags\":[\"incomplete\",\"pipelined\"]"));
@@ -103,6 +107,23 @@ static void test_round_trip(void **state)
 	assert_int_equal(back.outcome, RT_OUTCOME_ABORTED);
 	assert_int_equal(back.flags, RT_SPAN_INCOMPLETE | RT_SPAN_PIPELINED);
 	assert_int_equal(back.revision, 2);
+	assert_int_equal(back.cpu.pool_ns, RT_NULL_NS);
+	assert_int_equal(back.cpu.pool_by, RT_WORK_NONE);
+	assert_false(back.cpu.threads[0].pool);
+	/* a compute pool's share: an estimate, by the engine set, spin told apart */
+	s.cpu.pool_ns = 2500000;
+	s.cpu.pool_spin_ns = 1000000;
+	s.cpu.pool_by = RT_WORK_ENGINE_SET;
+	s.cpu.threads[0].pool = true;
+	rt_jsonw_reset(&w);
+	rt_span_to_json(&w, &s);
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"pool_ms\":2.500,\"pool_spin_ms\":1.000,"
+						 "\"pool_by\":\"engine_set\",\"estimated\":true"));
+	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
+	assert_int_equal(back.cpu.pool_ns, 2500000);
+	assert_int_equal(back.cpu.pool_spin_ns, 1000000);
+	assert_int_equal(back.cpu.pool_by, RT_WORK_ENGINE_SET);
+	assert_true(back.cpu.threads[0].pool);
 	assert_int_equal(rt_span_from_json("[1,2]", &back), -EINVAL);
 	assert_int_equal(rt_span_from_json("{\"request_id\":", &back), -EINVAL);
 	rt_jsonw_fini(&w);

@@ -166,6 +166,37 @@ static void test_tokenize_dominates_hot_tokenizer(void **state)
 	assert_false(has_line(&v, "oversubscribed"));
 }
 
+/*
+ * Issue 13's server: a main loop (1.84 s) and an OpenMP worker (1.72 s) that
+ * a compute pool's rule now lists (pool, shared): the worker counts in the
+ * CPU shares, so the main loop is under half of it, not 91%.
+ */
+static void test_pool_thread_counts(void **state)
+{
+	struct rt_span s[N];
+	struct rt_verdict v;
+	int i;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		rt_span_init(&s[i]);
+		snprintf(s[i].request_id, sizeof(s[i].request_id), "r%d", i);
+		s[i].start_ns = 1000000000ULL * (uint64_t)(i + 1);
+		s[i].end_ns = s[i].start_ns + 500 * MS;
+		add_thread(&s[i], 100, "llama-server", 368, 0, true);
+		add_thread(&s[i], 101, "llama-server", 344, 0, true);
+		s[i].cpu.threads[1].pool = true;
+		s[i].cpu.pool_ns = 344 * MS;
+		add_thread(&s[i], (uint32_t)(200 + i), "httpd", 20, 0, false);
+	}
+	assert_int_equal(rt_verdict_compute(s, N, &v), 0);
+	assert_true(v.have_hot);
+	assert_int_equal(v.hot.tid, 100);
+	assert_true(v.total_on_cpu_ns == N * 732 * MS);
+	assert_int_equal(v.threads, 2 + N);
+	assert_true(v.hot_share > 0.502 && v.hot_share < 0.503);
+}
+
 static void test_zero_code_nulls(void **state)
 {
 	struct rt_span s[N];
@@ -379,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_nearest_rank),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_tokenize_dominates_hot_tokenizer),
+		cmocka_unit_test(test_pool_thread_counts),
 		cmocka_unit_test(test_zero_code_nulls),
 		cmocka_unit_test(test_queue_behind_one_thread),
 		cmocka_unit_test(test_backlog_dominates),
