@@ -11,6 +11,7 @@
 
 #include "common/event_check.h"
 #include "internal.h"
+#include "pack.h"
 
 #define DEFAULT_IDLE_NS (300ULL * 1000000000ULL)
 #define TIMEOUT_SCAN_NS 1000000000ULL
@@ -191,6 +192,7 @@ static void release(struct rt_correlator *c, struct rt_req *r)
 		rt_hmap_del(&c->binds, r->bind_key);
 	rt_hmap_del(&c->reqs, r->serial);
 	rt_gpu_release(r);
+	free(r->pack);
 	free(r->gaps);
 	free(r);
 }
@@ -455,6 +457,11 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 		if (rt_proc_get(c, ev->pid, true))
 			rt_marker_on_event(c, ev);
 		break;
+	case RT_EV_PACK_CALL:
+	case RT_EV_PACK_BATCH:
+		if (rt_proc_get(c, ev->pid, true))
+			rt_pack_on_event(c, ev);
+		break;
 	case RT_EV_LOSS:
 		on_loss(c, (const struct rt_ev_loss *)ev);
 		break;
@@ -679,6 +686,7 @@ static void free_req(struct rt_correlator *c, void *p)
 
 	(void)c;
 	rt_gpu_release(r);
+	free(r->pack);
 	free(r->gaps);
 	free(r);
 }
@@ -709,6 +717,7 @@ void rt_correlator__free(struct rt_correlator *c)
 	rt_hmap_fini(&c->binds);
 	rt_hmap_fini(&c->ends);
 	rt_gpu_device_free(c);
+	rt_pack_free(c);
 	rt_hmap_fini(&c->groups);
 	rt_hmap_fini(&c->conns_of);
 	free(c->recent);
