@@ -456,8 +456,8 @@ static void decode_entry(struct rt_correlator *c, struct pk_proc *pp, struct pk_
 		if (!r)
 			continue;
 		if (no_logits)
-			prefill = !r->pack->prefilled ||
-				  (e->n_tokens > 1 && !r->pack->decode_steps);
+			prefill =
+				!r->pack->prefilled || (e->n_tokens > 1 && !r->pack->decode_steps);
 		else
 			prefill = !r->pack->prefilled;
 		prefilled = prefill && logits > 0;
@@ -664,9 +664,9 @@ uint32_t rt_pack_finish(struct rt_req *r, struct rt_pack_iv *out)
 	if (k->seq >= 0) {
 		/* llama-server: seq_id == slot (current), slot + 1 (2024 builds) */
 		slot = reported_slot(s);
-		s->pack.join = slot < 0 ? RT_PACK_JOIN_HANDOFF :
+		s->pack.join = slot < 0				      ? RT_PACK_JOIN_HANDOFF :
 			       (k->seq == slot || k->seq == slot + 1) ? RT_PACK_JOIN_ID_SLOT :
-									  RT_PACK_JOIN_MISMATCH;
+									RT_PACK_JOIN_MISMATCH;
 	}
 	if (r->mark_seen || !k->first_step)
 		return 0; /* marker > pack; without a step the pack knows no engine phase */

@@ -146,7 +146,8 @@ static void respond(uint64_t ts, int fd, const char *body)
 	char buf[512];
 
 	snprintf(buf, sizeof(buf),
-		 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+		 "%zu\r\n\r\n%s",
 		 strlen(body), body);
 	sock(RT_EV_SOCK_SEND, ts, MAIN, fd, buf);
 }
@@ -323,8 +324,8 @@ static void test_batch_get_one(void **state)
 {
 	const struct seq prompt1[] = { { 0, 8, 0, 0 } }, prompt2[] = { { 0, 4, 0, 0 } },
 			 tok[] = { { 0, 1, 0, 0 } };
-	const uint32_t flags = RT_PACK_BATCH_NO_POS | RT_PACK_BATCH_NO_SEQ |
-			       RT_PACK_BATCH_NO_LOGITS;
+	const uint32_t flags =
+		RT_PACK_BATCH_NO_POS | RT_PACK_BATCH_NO_SEQ | RT_PACK_BATCH_NO_LOGITS;
 	const struct rt_span *s;
 
 	(void)state;
