@@ -293,6 +293,13 @@ static struct rt_req *seq_request(struct rt_correlator *c, struct pk_proc *pp,
 		if (!no_pos && e->pos_min == 0)
 			start = true;
 	}
+	/*
+	 * A sequence met in the middle of its decode (it began before tracing
+	 * did) is nobody's: a start is a prompt, positions from 0, or a batch
+	 * after its cache was dropped (a cached prompt re-fed from one token).
+	 */
+	if (start && !r && !prompt_like(e, logits) && !no_pos && e->pos_min > 0 && !q->rm_seen)
+		start = false;
 	if (start) {
 		r = next_waiting(c, pp);
 		q->serial = r ? r->serial : 0;

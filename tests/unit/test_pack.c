@@ -33,6 +33,7 @@
 #define PID 100
 #define MAIN 102 /* reads, tokenizes (node's JS thread) */
 #define WORKER 105 /* decodes (a libuv pool thread) */
+#define TOK 106 /* a tokenizer thread woken by the handler */
 #define CTX 0x7f0000001000LL
 #define US 1000ULL
 #define MS 1000000ULL
@@ -502,6 +503,72 @@ static void test_failed_decode_not_counted(void **state)
 	assert_phase(s, RT_PHASE_QUEUE, 0.8, RT_PSRC_PACK);
 }
 
+static void wake(uint64_t ts, uint32_t waker, uint32_t target)
+{
+	struct rt_ev_sched_waking e = { 0 };
+
+	hdr(&e.hdr, RT_EV_SCHED_WAKING, sizeof(e), ts, waker);
+	e.target_pid = PID;
+	e.target_tid = target;
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+/* a tokenizer thread woken by the handler tokenizes the request it was handed */
+static void test_tokenizer_thread_by_handoff(void **state)
+{
+	const struct rt_span *a, *b;
+
+	(void)state;
+	sw(AT(0.9), 0, MAIN);
+	request(AT(1), 7, "a");
+	wake(AT(1.1), MAIN, TOK);
+	sw(AT(1.15), MAIN, 0);
+	sw(AT(1.2), 0, TOK);
+	call(AT(1.3), TOK, RT_PACK_TOKENIZE, false, 0, 0, 0, 0);
+	call(AT(1.6), TOK, RT_PACK_TOKENIZE, true, 0, 0, 0, 9);
+	sw(AT(1.7), TOK, 0);
+	/* a request the tokenizer was never handed gets none of its calls */
+	sw(AT(1.75), 0, MAIN);
+	request(AT(1.8), 8, "b");
+	sw(AT(1.85), MAIN, 0);
+	STEP(2, 3, { 0, 6, 1, 0 });
+	STEP(4, 5, { 0, 1, 1, 6 });
+	sw(AT(5.9), 0, MAIN);
+	respond(AT(6), 7, "{}");
+	respond(AT(6.5), 8, "{}");
+	rt_correlator__finish(c);
+	a = span_of("a");
+	b = span_of("b");
+	assert_phase(a, RT_PHASE_TOKENIZE, 0.3, RT_PSRC_PACK);
+	assert_phase(a, RT_PHASE_QUEUE, 0.4, RT_PSRC_PACK);
+	assert_int_equal(a->pack.seq, 0);
+	/* the tokenize probe works in this process: b, never tokenized, is not joined */
+	assert_false(b->pack.present);
+	assert_int_equal(b->phase_source[RT_PHASE_PRE_FIRST_TOKEN], RT_PSRC_PROBE);
+}
+
+/* tracing began while a sequence was decoding: its steps are nobody's */
+static void test_sequence_met_mid_decode(void **state)
+{
+	const struct rt_span *s;
+
+	(void)state;
+	STEP(0.5, 0.6, { 3, 1, 1, 40 });
+	request(AT(1), 7, "a");
+	tokenize(1.1, 1.2);
+	STEP(2, 2.5, { 3, 1, 1, 41 });
+	STEP(3, 4, { 0, 6, 1, 0 }, { 3, 1, 1, 42 });
+	STEP(5, 6, { 0, 1, 1, 6 });
+	respond(AT(7), 7, "{}");
+	rt_correlator__finish(c);
+	s = span_of("a");
+	assert_int_equal(s->pack.seq, 0);
+	assert_int_equal(s->pack.prefill_steps, 1);
+	assert_int_equal(s->pack.decode_steps, 1);
+	assert_phase(s, RT_PHASE_QUEUE, 1.8, RT_PSRC_PACK);
+	assert_phase(s, RT_PHASE_PREFILL, 1, RT_PSRC_PACK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +579,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_marker_phases_win, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_sync_ends_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_decode_not_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tokenizer_thread_by_handoff, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sequence_met_mid_decode, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
