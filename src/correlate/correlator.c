@@ -325,6 +325,7 @@ static void on_exit_ev(struct rt_correlator *c, const struct rt_ev_proc_exit *ev
 	struct rt_proc *p;
 
 	rt_cpu_on_exit(c, ev->hdr.tid, ev->hdr.ts_ns);
+	rt_pack_on_exit(c, ev->hdr.pid, ev->hdr.tid, ev->group_dead);
 	if (!ev->group_dead)
 		return;
 	rt_conns_proc_exit(c, ev->hdr.pid, ev->hdr.ts_ns);

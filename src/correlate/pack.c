@@ -611,6 +611,17 @@ void rt_pack_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev)
 	}
 }
 
+void rt_pack_on_exit(struct rt_correlator *c, uint32_t pid, uint32_t tid, bool group_dead)
+{
+	if (!c->pack)
+		return;
+	free(rt_hmap_del(&c->pack->threads, tid));
+	if (!group_dead)
+		return;
+	/* a reused pid starts with no sequences */
+	free(rt_hmap_del(&c->pack->procs, pid));
+}
+
 static void free_entry(struct rt_hmap *m)
 {
 	size_t pos = 0;

@@ -30,6 +30,8 @@ struct rt_req_pack {
 
 /* One PACK_CALL or PACK_BATCH record of a known process. */
 void rt_pack_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
+/* A thread (and with group_dead its process) exited: its pack state goes. */
+void rt_pack_on_exit(struct rt_correlator *c, uint32_t pid, uint32_t tid, bool group_dead);
 /* Frees the pack tables (rt_correlator__free). */
 void rt_pack_free(struct rt_correlator *c);
 

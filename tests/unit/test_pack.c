@@ -362,6 +362,13 @@ static void test_seq_reuse_after_rm(void **state)
 	STEP(6, 7, { 0, 1, 1, 7 });
 	call(AT(7.5), MAIN, RT_PACK_SEQ_RM, false, 0, -1, -1, 0);
 	respond(AT(8), 7, "{}");
+	/* the decoding thread exits; its tid comes back for b (pack state per thread goes) */
+	{
+		struct rt_ev_proc_exit x = { 0 };
+
+		hdr(&x.hdr, RT_EV_PROC_EXIT, sizeof(x), AT(8.5), WORKER);
+		rt_correlator__event(c, &x.hdr, false);
+	}
 	request(AT(9), 8, "b");
 	tokenize(9.1, 9.2);
 	STEP(10, 11, { 0, 4, 1, 0 });
