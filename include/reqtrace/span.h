@@ -124,7 +124,7 @@ struct rt_span_cpu {
  */
 enum rt_gpu_split {
 	RT_GPU_SPLIT_NONE = 0,
-	RT_GPU_SPLIT_TOKENS = 1, /* a marker step with token counts: weighted by tokens */
+	RT_GPU_SPLIT_TOKENS = 1, /* a marker or pack step with token counts: weighted by tokens */
 	RT_GPU_SPLIT_MEMBERS = 2, /* marker owners (claims, step) or I/O owners, equally */
 	RT_GPU_SPLIT_ENGINE_SET = 3, /* zero-code: the engine set, equally */
 	RT_GPU_SPLIT__COUNT = 4,

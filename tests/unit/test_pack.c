@@ -180,9 +180,8 @@ struct seq {
 	int32_t pos;
 };
 
-/* One llama_decode on WORKER over [from, to]: its batch, entry, return. */
-static void step_flags(double from_ms, double to_ms, uint32_t flags, const struct seq *s,
-		       uint32_t n)
+/* A llama_decode's batch and entry on WORKER at from. */
+static void step_begin(double from_ms, uint32_t flags, const struct seq *s, uint32_t n)
 {
 	struct rt_ev_pack_batch b;
 	uint32_t i, tokens = 0;
@@ -202,7 +201,19 @@ static void step_flags(double from_ms, double to_ms, uint32_t flags, const struc
 	b.flags = flags;
 	rt_correlator__event(c, &b.hdr, false);
 	call(AT(from_ms), WORKER, RT_PACK_DECODE, false, CTX, 0, 0, 0);
+}
+
+static void step_end(double to_ms)
+{
 	call(AT(to_ms), WORKER, RT_PACK_DECODE, true, CTX, 0, 0, 0);
+}
+
+/* One llama_decode on WORKER over [from, to]: its batch, entry, return. */
+static void step_flags(double from_ms, double to_ms, uint32_t flags, const struct seq *s,
+		       uint32_t n)
+{
+	step_begin(from_ms, flags, s, n);
+	step_end(to_ms);
 }
 
 #define STEP(from, to, ...)                                                                        \
@@ -576,6 +587,43 @@ static void test_sequence_met_mid_decode(void **state)
 	assert_phase(s, RT_PHASE_PREFILL, 1, RT_PSRC_PACK);
 }
 
+/* the batch's token counts weight the step's GPU work, as a marker step's STEP_TOKENS do */
+static void test_gpu_work_by_tokens(void **state)
+{
+	const struct seq both[] = { { 0, 300, 1, 0 }, { 1, 1, 1, 0 } };
+	struct rt_ev_cuda_api e = { 0 };
+	const struct rt_span *a, *b;
+
+	(void)state;
+	request(AT(1), 7, "a");
+	tokenize(1.1, 1.2);
+	request(AT(1.3), 8, "b");
+	tokenize(1.4, 1.5);
+	step_begin(2, 0, both, 2);
+	/* the token ids copied to the device, 4 bytes a token */
+	hdr(&e.hdr, RT_EV_CUDA_API_ENTER, sizeof(e), AT(2.5), WORKER);
+	e.enter_ns = e.hdr.ts_ns;
+	e.api_class = RT_CUDA_MEMCPY_ASYNC;
+	e.copy_kind = RT_COPY_H2D;
+	e.bytes = 301 * 4;
+	rt_correlator__event(c, &e.hdr, false);
+	step_end(4);
+	respond(AT(5), 7, "{}");
+	respond(AT(5.5), 8, "{}");
+	rt_correlator__finish(c);
+	a = span_of("a");
+	b = span_of("b");
+	assert_int_equal(a->gpu.split, RT_GPU_SPLIT_TOKENS);
+	assert_int_equal(b->gpu.split, RT_GPU_SPLIT_TOKENS);
+	assert_int_equal(a->gpu.h2d_bytes, 1200);
+	assert_int_equal(b->gpu.h2d_bytes, 4);
+	assert_int_equal(a->steps_source, RT_PSRC_PACK);
+	/* b's one-token prompt (cached) is a one-step prefill, not a decode step */
+	assert_int_equal(b->pack.prefill_steps, 1);
+	assert_int_equal(b->pack.decode_steps, 0);
+	assert_phase(b, RT_PHASE_DECODE, 0, RT_PSRC_PACK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +636,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failed_decode_not_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokenizer_thread_by_handoff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_met_mid_decode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_work_by_tokens, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
