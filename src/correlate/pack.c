@@ -447,8 +447,10 @@ static void decode_entry(struct rt_correlator *c, struct pk_proc *pp, struct pk_
 	s->tid = ev->hdr.tid;
 	s->entry = ev->hdr.ts_ns;
 	s->open = true;
-	if (!b || (b->flags & RT_PACK_BATCH_EMBD))
+	if (!b || (b->flags & RT_PACK_BATCH_EMBD)) {
+		thread_step_end(c, s->tid, ev->hdr.ts_ns);
 		return;
+	}
 	n = b->n_seqs < RT_PACK_BATCH_SEQS ? b->n_seqs : RT_PACK_BATCH_SEQS;
 	for (i = 0; i < n; i++) {
 		const struct rt_pack_seq *e = &b->seqs[i];
@@ -472,7 +474,10 @@ static void decode_entry(struct rt_correlator *c, struct pk_proc *pp, struct pk_
 		rt_req_touch(r, ev->hdr.tid);
 		r->last_activity = ev->hdr.ts_ns;
 	}
-	thread_step_begin(c, s, ev->hdr.pid, ev->hdr.ts_ns);
+	if (s->n)
+		thread_step_begin(c, s, ev->hdr.pid, ev->hdr.ts_ns);
+	else /* nobody's step: a pack step left open on the thread is over */
+		thread_step_end(c, s->tid, ev->hdr.ts_ns);
 }
 
 /* The step's end at ts: its members' prefill or decode reach ts. */
