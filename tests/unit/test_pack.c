@@ -587,6 +587,62 @@ static void test_sequence_met_mid_decode(void **state)
 	assert_phase(s, RT_PHASE_PREFILL, 1, RT_PSRC_PACK);
 }
 
+/* one chunk of a chunked SSE response, written by MAIN on fd at ts */
+static void sse_chunk(uint64_t ts, int fd, const char *event)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "%zx\r\n%s\r\n", strlen(event), event);
+	sock(RT_EV_SOCK_SEND, ts, MAIN, fd, buf);
+}
+
+/* a streamed response: pack phases beside the probe receive and postprocess */
+static void test_streamed(void **state)
+{
+	const struct rt_span *s;
+	uint64_t sum = 0;
+	uint32_t p;
+
+	(void)state;
+	request(AT(1), 7, "a");
+	tokenize(1.1, 1.4);
+	STEP(2, 3, { 0, 6, 1, 0 });
+	sock(RT_EV_SOCK_SEND, AT(3.1), MAIN, 7,
+	     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+	     "Transfer-Encoding: chunked\r\n\r\n");
+	sse_chunk(AT(3.2), 7, "data: {\"content\":\"Hi\",\"stop\":false}\n\n");
+	STEP(4, 5, { 0, 1, 1, 6 });
+	sse_chunk(AT(5.2), 7, "data: {\"content\":\" there\",\"stop\":false}\n\n");
+	STEP(6, 7, { 0, 1, 1, 7 });
+	sse_chunk(AT(7.2), 7, "data: {\"content\":\"!\",\"stop\":false}\n\n");
+	sse_chunk(AT(7.4), 7,
+		  "data: {\"content\":\"\",\"stop\":true,"
+		  "\"timings\":{\"prompt_ms\":0.9,\"predicted_ms\":4.1}}\n\n");
+	sock(RT_EV_SOCK_SEND, AT(7.5), MAIN, 7, "0\r\n\r\n");
+	rt_correlator__finish(c);
+	s = span_of("a");
+	assert_true(s->streamed);
+	assert_int_equal(s->first_token_ns, AT(3.2) - US);
+	assert_phase(s, RT_PHASE_TOKENIZE, 0.3, RT_PSRC_PACK);
+	assert_phase(s, RT_PHASE_QUEUE, 0.6, RT_PSRC_PACK);
+	assert_phase(s, RT_PHASE_PREFILL, 1, RT_PSRC_PACK);
+	assert_phase(s, RT_PHASE_DECODE, 4, RT_PSRC_PACK);
+	assert_int_equal(s->phase_ns[RT_PHASE_PRE_FIRST_TOKEN], RT_NULL_NS);
+	assert_int_equal(s->phase_source[RT_PHASE_RECEIVE], RT_PSRC_PROBE);
+	/* postprocess: from the last content event's write, after the last step */
+	assert_int_equal(s->phase_source[RT_PHASE_POSTPROCESS], RT_PSRC_PROBE);
+	assert_int_equal(s->phase_ns[RT_PHASE_POSTPROCESS], AT(7.5) - (AT(7.2) - US));
+	assert_int_equal(s->pack.decode_steps, 2);
+	/* the phases partition the span: what they leave is other */
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		if (p != RT_PHASE_OTHER && s->phase_ns[p] != RT_NULL_NS)
+			sum += (uint64_t)s->phase_ns[p];
+	assert_int_equal(sum + (uint64_t)s->phase_ns[RT_PHASE_OTHER],
+			 (uint64_t)rt_span_duration_ns(s));
+	assert_int_equal(intervals_of(s, RT_PHASE_DECODE, RT_PSRC_PROBE), 0);
+	assert_int_equal(intervals_of(s, RT_PHASE_DECODE, RT_PSRC_PACK), 1);
+}
+
 /* the batch's token counts weight the step's GPU work, as a marker step's STEP_TOKENS do */
 static void test_gpu_work_by_tokens(void **state)
 {
@@ -637,6 +693,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tokenizer_thread_by_handoff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_met_mid_decode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_work_by_tokens, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_streamed, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
