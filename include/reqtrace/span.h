@@ -53,6 +53,7 @@ enum rt_phase_source {
 	RT_PSRC_MARKER = 1,
 	RT_PSRC_PROBE = 2,
 	RT_PSRC_INFERRED = 3,
+	RT_PSRC_PACK = 4, /* an engine pack's uprobes on the engine's library (docs/packs.md) */
 };
 
 enum rt_outcome {
@@ -142,7 +143,7 @@ struct rt_span_cpu {
  */
 enum rt_gpu_split {
 	RT_GPU_SPLIT_NONE = 0,
-	RT_GPU_SPLIT_TOKENS = 1, /* a marker step with token counts: weighted by tokens */
+	RT_GPU_SPLIT_TOKENS = 1, /* a marker or pack step with token counts: weighted by tokens */
 	RT_GPU_SPLIT_MEMBERS = 2, /* marker owners (claims, step) or I/O owners, equally */
 	RT_GPU_SPLIT_ENGINE_SET = 3, /* zero-code: the engine set, equally */
 	RT_GPU_SPLIT__COUNT = 4,
@@ -159,6 +160,27 @@ struct rt_span_gpu {
 	/* whole device time of the work it had a share of (CUPTI); RT_NULL_NS without */
 	int64_t step_ns;
 	uint64_t nccl_bytes; /* collectives' bytes from the NCCL call arguments (shares of) */
+};
+
+/*
+ * What an engine pack saw of the request's engine steps (docs/spans.md,
+ * "Packs"); present false: the JSON object is null.
+ */
+enum rt_pack_join {
+	RT_PACK_JOIN_NONE = 0,
+	RT_PACK_JOIN_HANDOFF = 1, /* its sequence went to the oldest tokenized request */
+	RT_PACK_JOIN_ID_SLOT = 2, /* the response's id_slot agreed with the hand-off */
+	RT_PACK_JOIN_MISMATCH = 3, /* the response's id_slot named another sequence */
+};
+
+struct rt_span_pack {
+	bool present;
+	int32_t seq; /* the engine's sequence id, -1: none joined */
+	uint8_t join; /* enum rt_pack_join */
+	uint32_t prefill_steps; /* steps that fed its prompt */
+	uint32_t decode_steps; /* steps that advanced it after its prompt */
+	uint64_t prompt_tokens; /* tokens of its prefill steps */
+	uint32_t tokenize_calls;
 };
 
 struct rt_span_reported {
@@ -206,6 +228,10 @@ struct rt_span {
 
 	struct rt_span_cpu cpu;
 	struct rt_span_gpu gpu;
+	struct rt_span_pack pack;
+	/* which source listed the request as a member of engine steps:
+	 * RT_PSRC_MARKER, RT_PSRC_PACK (marker wins), RT_PSRC_NONE */
+	uint8_t steps_source;
 
 	uint32_t n_reported;
 	struct rt_span_reported reported[RT_SPAN_REPORTED_MAX];
@@ -227,6 +253,23 @@ unsigned int rt_gpu_split_parse(const char *name);
 const char *rt_work_source_name(unsigned int src);
 /* The inverse of rt_work_source_name(); RT_WORK_NONE for NULL or an unknown name. */
 unsigned int rt_work_source_parse(const char *name);
+
+/*
+ * The server's own timings beside the observed phases (docs/spans.md,
+ * "Server-reported vs observed"): llama.cpp's timings.prompt_ms and
+ * timings.predicted_ms from server_reported, and the observed phase each is
+ * compared with (prefill, else pre_first_token; decode). RT_NULL_NS: absent.
+ */
+struct rt_span_server_cmp {
+	int64_t prompt_ns, predicted_ns;
+	int64_t prefill_ns, decode_ns; /* observed */
+	enum rt_phase prefill_phase; /* RT_PHASE_PREFILL or RT_PHASE_PRE_FIRST_TOKEN */
+	int64_t prefill_diff_ns, decode_diff_ns; /* observed - reported */
+};
+/* False when the server reported neither figure. */
+bool rt_span_server_cmp(const struct rt_span *s, struct rt_span_server_cmp *out);
+/* "hand-off", "id_slot", "mismatch"; NULL for none. */
+const char *rt_pack_join_name(unsigned int join);
 
 /* Reset to "nothing observed": all phases null, tokens_out -1. */
 void rt_span_init(struct rt_span *s);

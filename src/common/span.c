@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <reqtrace/span.h>
 
+#include <math.h>
 #include <string.h>
 
 static const char *const phase_names[RT_PHASE__COUNT] = {
@@ -49,6 +50,8 @@ const char *rt_phase_source_name(enum rt_phase_source s)
 		return "probe";
 	case RT_PSRC_INFERRED:
 		return "inferred";
+	case RT_PSRC_PACK:
+		return "pack";
 	case RT_PSRC_NONE:
 		break;
 	}
@@ -112,6 +115,53 @@ void rt_span_init(struct rt_span *s)
 	s->gpu.sync_wait_ns = RT_NULL_NS;
 	s->cpu.pool_ns = RT_NULL_NS;
 	s->cpu.pool_spin_ns = RT_NULL_NS;
+	s->pack.seq = -1;
+}
+
+const char *rt_pack_join_name(unsigned int join)
+{
+	switch (join) {
+	case RT_PACK_JOIN_HANDOFF:
+		return "hand-off";
+	case RT_PACK_JOIN_ID_SLOT:
+		return "id_slot";
+	case RT_PACK_JOIN_MISMATCH:
+		return "mismatch";
+	}
+	return NULL;
+}
+
+static int64_t reported_ms(const struct rt_span *s, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n_reported && i < RT_SPAN_REPORTED_MAX; i++)
+		if (!strcmp(s->reported[i].name, name) && s->reported[i].value >= 0 &&
+		    s->reported[i].value < 1e12)
+			return (int64_t)llround(s->reported[i].value * 1e6);
+	return RT_NULL_NS;
+}
+
+/*
+ * The server's prompt time is its prefill: compared with the observed
+ * prefill, else (zero-code) with pre_first_token, which also holds queue
+ * and tokenize; the phase compared is named so that a reader can tell.
+ */
+bool rt_span_server_cmp(const struct rt_span *s, struct rt_span_server_cmp *out)
+{
+	out->prompt_ns = reported_ms(s, "timings.prompt_ms");
+	out->predicted_ns = reported_ms(s, "timings.predicted_ms");
+	out->prefill_phase = s->phase_ns[RT_PHASE_PREFILL] != RT_NULL_NS ? RT_PHASE_PREFILL :
+									   RT_PHASE_PRE_FIRST_TOKEN;
+	out->prefill_ns = s->phase_ns[out->prefill_phase];
+	out->decode_ns = s->phase_ns[RT_PHASE_DECODE];
+	out->prefill_diff_ns = out->prompt_ns != RT_NULL_NS && out->prefill_ns != RT_NULL_NS ?
+				       out->prefill_ns - out->prompt_ns :
+				       RT_NULL_NS;
+	out->decode_diff_ns = out->predicted_ns != RT_NULL_NS && out->decode_ns != RT_NULL_NS ?
+				      out->decode_ns - out->predicted_ns :
+				      RT_NULL_NS;
+	return out->prompt_ns != RT_NULL_NS || out->predicted_ns != RT_NULL_NS;
 }
 
 uint64_t rt_span_origin_ns(const struct rt_span *s)

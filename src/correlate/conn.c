@@ -270,6 +270,7 @@ struct io {
 	 * whether the next request to begin begins at the read's first byte */
 	struct rt_arrival arr;
 	bool at_first_byte;
+	uint32_t tid; /* the thread that did the I/O (pack.c: who read a request) */
 };
 
 /*
@@ -361,6 +362,7 @@ static void req_on_complete(void *ctx, const struct rt_http_req_info *info)
 		r->span.flags |= RT_SPAN_INCOMPLETE;
 	r->span.received_ns = io->exit;
 	rt_pool_cut(c, io->exit); /* r joins the engine set: pools' time so far is not its */
+	r->recv_tid = io->tid;
 	r->state = RT_REQ_WAITING;
 	rt_req_set_changed(c, r);
 	if (conn->n_fifo >= RT_CONN_FIFO_MAX) {
@@ -809,7 +811,11 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 			rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
 	}
 	/* an inbound connection: the client's bytes are requests */
-	io = (struct io){ .c = c, .conn = conn, .enter = ev->enter_ns, .exit = ev->hdr.ts_ns };
+	io = (struct io){ .c = c,
+			  .conn = conn,
+			  .enter = ev->enter_ns,
+			  .exit = ev->hdr.ts_ns,
+			  .tid = ev->hdr.tid };
 	if (recv) {
 		io.arr = arrival;
 		/*

@@ -11,6 +11,7 @@
 
 #include "common/event_check.h"
 #include "internal.h"
+#include "pack.h"
 
 #define DEFAULT_IDLE_NS (300ULL * 1000000000ULL)
 #define TIMEOUT_SCAN_NS 1000000000ULL
@@ -191,6 +192,7 @@ static void release(struct rt_correlator *c, struct rt_req *r)
 		rt_hmap_del(&c->binds, r->bind_key);
 	rt_hmap_del(&c->reqs, r->serial);
 	rt_gpu_release(r);
+	free(r->pack);
 	free(r->gaps);
 	free(r);
 }
@@ -326,6 +328,7 @@ static void on_exit_ev(struct rt_correlator *c, const struct rt_ev_proc_exit *ev
 	struct rt_proc *p;
 
 	rt_cpu_on_exit(c, ev->hdr.tid, ev->hdr.ts_ns);
+	rt_pack_on_exit(c, ev->hdr.pid, ev->hdr.tid, ev->group_dead);
 	if (!ev->group_dead)
 		return;
 	rt_conns_proc_exit(c, ev->hdr.pid, ev->hdr.ts_ns);
@@ -459,9 +462,13 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 			rt_marker_on_event(c, ev);
 		break;
 	case RT_EV_PACK_CALL:
+	case RT_EV_PACK_BATCH:
 		/* parallel regions of a compute pool (pool.c); other roles: pack.c */
-		if (((const struct rt_ev_pack_call *)ev)->role == RT_PACK_REGION)
+		if (ev->kind == RT_EV_PACK_CALL &&
+		    ((const struct rt_ev_pack_call *)ev)->role == RT_PACK_REGION)
 			rt_pool_on_region(c, (const struct rt_ev_pack_call *)ev);
+		else if (rt_proc_get(c, ev->pid, true))
+			rt_pack_on_event(c, ev);
 		break;
 	case RT_EV_LOSS:
 		on_loss(c, (const struct rt_ev_loss *)ev);
@@ -687,6 +694,7 @@ static void free_req(struct rt_correlator *c, void *p)
 
 	(void)c;
 	rt_gpu_release(r);
+	free(r->pack);
 	free(r->gaps);
 	free(r);
 }
@@ -717,6 +725,7 @@ void rt_correlator__free(struct rt_correlator *c)
 	rt_hmap_fini(&c->binds);
 	rt_hmap_fini(&c->ends);
 	rt_gpu_device_free(c);
+	rt_pack_free(c);
 	rt_hmap_fini(&c->groups);
 	rt_hmap_fini(&c->conns_of);
 	free(c->recent);

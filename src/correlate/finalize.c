@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "pack.h"
 
 void rt_span_add_gap(struct rt_req *r, int64_t gap)
 {
@@ -279,6 +280,58 @@ static void marker_phases(struct rt_req *r)
 			s->phase_ns[p] = 0;
 }
 
+static uint64_t clip(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/*
+ * An engine pack's phases (docs/spans.md, "Packs") on a span without
+ * marker phases: they replace pre_first_token and the probe decode, and a
+ * probe phase that overlaps them goes, as with markers. Probe comm wait
+ * comes out of prefill (before the first token) and decode (after).
+ */
+static void pack_phases(struct rt_req *r, struct rt_pack_iv *iv, uint32_t n)
+{
+	struct rt_span *s = &r->span;
+	uint64_t lo = 0, hi = 0;
+	uint32_t i;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++) {
+		iv[i].from = clip(iv[i].from, s->start_ns, s->end_ns);
+		iv[i].to = clip(iv[i].to, iv[i].from, s->end_ns);
+		if (!lo || iv[i].from < lo)
+			lo = iv[i].from;
+		if (iv[i].to > hi)
+			hi = iv[i].to;
+	}
+	if (s->phase_source[RT_PHASE_PRE_FIRST_TOKEN] == RT_PSRC_PROBE)
+		clear(s, RT_PHASE_PRE_FIRST_TOKEN);
+	if (s->phase_source[RT_PHASE_DECODE] == RT_PSRC_PROBE)
+		clear(s, RT_PHASE_DECODE);
+	if (s->phase_source[RT_PHASE_RECEIVE] == RT_PSRC_PROBE && s->received_ns > lo)
+		clear(s, RT_PHASE_RECEIVE);
+	if (s->phase_source[RT_PHASE_POSTPROCESS] == RT_PSRC_PROBE) {
+		uint64_t from = s->first_token_ns ? s->last_token_ns : output_start(r);
+
+		if (from < hi)
+			clear(s, RT_PHASE_POSTPROCESS);
+	}
+	for (i = 0; i < n; i++)
+		set(s, iv[i].phase, (int64_t)(iv[i].to - iv[i].from), RT_PSRC_PACK);
+	if (s->phase_source[RT_PHASE_COMM_WAIT] != RT_PSRC_PROBE)
+		return;
+	if (s->phase_source[RT_PHASE_PREFILL] == RT_PSRC_PACK)
+		s->phase_ns[RT_PHASE_PREFILL] -= r->comm_before_ft;
+	if (s->phase_source[RT_PHASE_DECODE] == RT_PSRC_PACK)
+		s->phase_ns[RT_PHASE_DECODE] -= r->comm_after_ft;
+	for (i = RT_PHASE_PREFILL; i <= RT_PHASE_DECODE; i += RT_PHASE_DECODE - RT_PHASE_PREFILL)
+		if (s->phase_ns[i] != RT_NULL_NS && s->phase_ns[i] < 0)
+			s->phase_ns[i] = 0;
+}
+
 static void add_interval(struct rt_span *s, uint32_t p, uint64_t from, uint64_t to)
 {
 	uint64_t origin = rt_span_origin_ns(s);
@@ -318,7 +371,8 @@ static int cmp_interval(const void *a, const void *b)
  * the bound is reached, the probe phases (one piece each) come first, then
  * marker intervals, then comm wait pieces; the rest is counted.
  */
-static void timeline(struct rt_req *r, const struct extents *x)
+static void timeline(struct rt_req *r, const struct extents *x, const struct rt_pack_iv *piv,
+		     uint32_t npiv)
 {
 	struct rt_span *s = &r->span;
 	uint32_t p, i;
@@ -337,6 +391,9 @@ static void timeline(struct rt_req *r, const struct extents *x)
 	for (p = 0; p < RT_PHASE__COUNT; p++)
 		if (p != RT_PHASE_OTHER && s->phase_source[p] == RT_PSRC_MARKER)
 			s->intervals_dropped += r->mark_iv_dropped[p];
+	for (i = 0; i < npiv; i++)
+		if (s->phase_source[piv[i].phase] == RT_PSRC_PACK)
+			add_interval(s, piv[i].phase, piv[i].from, piv[i].to);
 	if (s->phase_source[RT_PHASE_COMM_WAIT] == RT_PSRC_PROBE) {
 		const struct rt_iv *in = &x->iv[RT_PHASE_COMM_WAIT]; /* set: what comm_split kept */
 
@@ -399,6 +456,8 @@ static int64_t sum_phases(const struct rt_span *s)
 void rt_span_finalize(struct rt_req *r)
 {
 	struct rt_span *s = &r->span;
+	struct rt_pack_iv piv[RT_PACK_IV_MAX];
+	uint32_t npiv;
 	struct extents x;
 	int64_t dur, other;
 
@@ -424,7 +483,9 @@ void rt_span_finalize(struct rt_req *r)
 	comm_split(r, &x);
 	probe_phases(r, &x);
 	marker_phases(r);
-	timeline(r, &x);
+	npiv = rt_pack_finish(r, piv);
+	pack_phases(r, piv, npiv);
+	timeline(r, &x, piv, npiv);
 	/* other is the remainder: never measured, so it has no phase_source */
 	other = dur - sum_phases(s);
 	s->phase_ns[RT_PHASE_OTHER] = other > 0 ? other : 0;

@@ -125,6 +125,8 @@ struct rt_req {
 	uint64_t frozen_ns;
 
 	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
+	struct rt_req_pack *pack; /* engine pack observations (pack.c), NULL: none */
+	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
 
 	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
 	uint32_t n_touched;
@@ -282,6 +284,7 @@ struct rt_correlator {
 	uint32_t recent_head;
 
 	struct rt_gpu_state gpu; /* gpu.c */
+	struct rt_pack_state *pack; /* pack.c, NULL until a pack record came */
 	/*
 	 * Engine set versions (gpu.c caches each process's set): a request of
 	 * a group entering or leaving the set, or a process joining or leaving
@@ -377,6 +380,10 @@ void rt_cpu_comm_wait(struct rt_correlator *c, struct rt_thread *t, uint64_t ent
 void rt_marker_on_event(struct rt_correlator *c, const struct rt_event_hdr *ev);
 /* Close r's open marker intervals at ts (r ends). */
 void rt_marker_close_all(struct rt_req *r, uint64_t ts);
+
+/* pack.c (declared in pack.h): engine pack records → phases and step members */
+struct rt_req_pack;
+struct rt_pack_state;
 
 /* gpu.c: CUDA/NCCL CPU-side records (uprobes, CUPTI DRIVER) and device
  * records (CUPTI) attributed to requests; fills span.gpu and comm wait. */

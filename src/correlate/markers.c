@@ -215,6 +215,7 @@ static void on_step(struct rt_correlator *c, const struct rt_ev_mark_step *ev)
 		if (t->n_step < RT_STEP_MEMBERS_MAX) {
 			t->step_last_slot = (int32_t)t->n_step;
 			t->step[t->n_step++] = r->serial;
+			r->span.steps_source = RT_PSRC_MARKER;
 			rt_req_touch(r, t->tid);
 			r->last_activity = ts;
 		}

@@ -172,6 +172,65 @@ static void gpu_json(struct rt_jsonw *w, const struct rt_span_gpu *g)
 	rt_jsonw_obj_close(w);
 }
 
+static void pack_json(struct rt_jsonw *w, const struct rt_span *s)
+{
+	const struct rt_span_pack *k = &s->pack;
+	const char *src = rt_phase_source_name(s->steps_source);
+
+	rt_jsonw_key(w, "steps_source");
+	if (src)
+		rt_jsonw_str_val(w, src);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "pack");
+	if (!k->present) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "seq");
+	if (k->seq >= 0)
+		rt_jsonw_int(w, k->seq);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "join");
+	if (rt_pack_join_name(k->join))
+		rt_jsonw_str_val(w, rt_pack_join_name(k->join));
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "tokenize_calls");
+	rt_jsonw_uint(w, k->tokenize_calls);
+	rt_jsonw_key(w, "prefill_steps");
+	rt_jsonw_uint(w, k->prefill_steps);
+	rt_jsonw_key(w, "decode_steps");
+	rt_jsonw_uint(w, k->decode_steps);
+	rt_jsonw_key(w, "prompt_tokens");
+	rt_jsonw_uint(w, k->prompt_tokens);
+	rt_jsonw_obj_close(w);
+}
+
+/* Derived from server_reported and phases: written, never parsed back. */
+static void server_cmp_json(struct rt_jsonw *w, const struct rt_span *s)
+{
+	struct rt_span_server_cmp x;
+
+	rt_jsonw_key(w, "server_vs_observed");
+	if (!rt_span_server_cmp(s, &x)) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_jsonw_obj_open(w);
+	key_ms_or_null(w, "prompt_ms", x.prompt_ns);
+	key_ms_or_null(w, "predicted_ms", x.predicted_ns);
+	rt_jsonw_key(w, "prefill_phase");
+	rt_jsonw_str_val(w, rt_phase_name(x.prefill_phase));
+	key_ms_or_null(w, "prefill_ms", x.prefill_ns);
+	key_ms_or_null(w, "decode_ms", x.decode_ns);
+	key_ms_or_null(w, "prefill_diff_ms", x.prefill_diff_ns);
+	key_ms_or_null(w, "decode_diff_ms", x.decode_diff_ns);
+	rt_jsonw_obj_close(w);
+}
+
 void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 {
 	static const struct {
@@ -267,6 +326,8 @@ void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 			     s->reported[i].value == floor(s->reported[i].value) ? 0 : 3);
 	}
 	rt_jsonw_obj_close(w);
+	server_cmp_json(w, s);
+	pack_json(w, s);
 	rt_jsonw_key(w, "outcome");
 	rt_jsonw_str_val(w, rt_outcome_name(s->outcome));
 	rt_jsonw_key(w, "flags");
@@ -334,6 +395,8 @@ static enum rt_phase_source psrc(const char *s)
 		return RT_PSRC_PROBE;
 	if (!strcmp(s, "inferred"))
 		return RT_PSRC_INFERRED;
+	if (!strcmp(s, "pack"))
+		return RT_PSRC_PACK;
 	return RT_PSRC_NONE;
 }
 
@@ -526,6 +589,28 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 		snprintf(s->reported[s->n_reported].name, sizeof(s->reported[0].name), "%s",
 			 it->string);
 		s->reported[s->n_reported++].value = it->valuedouble;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "steps_source");
+	if (cJSON_IsString(v))
+		s->steps_source = (uint8_t)psrc(v->valuestring);
+	v = cJSON_GetObjectItemCaseSensitive(o, "pack");
+	if (cJSON_IsObject(v)) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(v, "seq");
+		uint32_t u = 0;
+
+		s->pack.present = true;
+		if (cJSON_IsNumber(x))
+			s->pack.seq = (int32_t)x->valuedouble;
+		x = cJSON_GetObjectItemCaseSensitive(v, "join");
+		for (u = RT_PACK_JOIN_HANDOFF; cJSON_IsString(x) && u <= RT_PACK_JOIN_MISMATCH; u++)
+			if (!strcmp(x->valuestring, rt_pack_join_name(u)))
+				s->pack.join = (uint8_t)u;
+		x_uint32(v, "tokenize_calls", &s->pack.tokenize_calls);
+		x_uint32(v, "prefill_steps", &s->pack.prefill_steps);
+		x_uint32(v, "decode_steps", &s->pack.decode_steps);
+		x = cJSON_GetObjectItemCaseSensitive(v, "prompt_tokens");
+		s->pack.prompt_tokens =
+			cJSON_IsNumber(x) && x->valuedouble >= 0 ? (uint64_t)x->valuedouble : 0;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "outcome");
 	for (i = 0; cJSON_IsString(v) && i < sizeof(outcomes) / sizeof(outcomes[0]); i++)

@@ -557,6 +557,45 @@ static void reported(struct wf *w, const struct rt_span *s)
 	put_line(w, line);
 }
 
+static void cmp_item(char *out, size_t n, const char *what, int64_t server, const char *phase,
+		     int64_t seen, int64_t diff)
+{
+	if (server == RT_NULL_NS) {
+		snprintf(out, n, "  %s: not reported", what);
+		return;
+	}
+	if (seen == RT_NULL_NS || diff == RT_NULL_NS) {
+		snprintf(out, n, "  %s %.3f ms, %s not observed", what, (double)server / 1e6,
+			 phase);
+		return;
+	}
+	snprintf(out, n, "  %s %.3f ms, %s %.3f ms, diff %+.3f ms", what, (double)server / 1e6,
+		 phase, (double)seen / 1e6, (double)diff / 1e6);
+}
+
+/* The server's own prompt/generation times beside the observed phases (docs/spans.md). */
+static void server_cmp(struct wf *w, const struct rt_span *s)
+{
+	struct rt_span_server_cmp x;
+	char line[LINE_MAX_BYTES];
+
+	if (rt_span_server_cmp(s, &x)) {
+		fputc('\n', w->f);
+		put_title(w, "server vs observed");
+		cmp_item(line, sizeof(line), "prompt_ms", x.prompt_ns,
+			 rt_phase_name(x.prefill_phase), x.prefill_ns, x.prefill_diff_ns);
+		put_line(w, line);
+		cmp_item(line, sizeof(line), "predicted_ms", x.predicted_ns, "decode", x.decode_ns,
+			 x.decode_diff_ns);
+		put_line(w, line);
+	}
+	if (s->pack.present) {
+		snprintf(line, sizeof(line), "  engine steps (pack): prefill %u, decode %u, seq %d",
+			 s->pack.prefill_steps, s->pack.decode_steps, (int)s->pack.seq);
+		put_line(w, line);
+	}
+}
+
 int rt_waterfall_print(FILE *f, const struct rt_span *s, const struct rt_waterfall_opts *opts)
 {
 	struct wf w = { .f = f, .width = RT_WATERFALL_WIDTH_DEFAULT };
@@ -580,6 +619,7 @@ int rt_waterfall_print(FILE *f, const struct rt_span *s, const struct rt_waterfa
 	threads(&w, s);
 	gpu(&w, s);
 	reported(&w, s);
+	server_cmp(&w, s);
 	fflush(f);
 	return ferror(f) ? -EIO : 0;
 }

@@ -173,6 +173,87 @@ static void test_gpu_split(void **state)
 	assert_null(rt_gpu_split_name(RT_GPU_SPLIT__COUNT));
 }
 
+/* Pack phases, the pack object, steps_source, and the server's timings beside the phases. */
+static void test_pack_and_server(void **state)
+{
+	struct rt_jsonw w;
+	struct rt_span s, back;
+	const char *j;
+
+	(void)state;
+	sample(&s);
+	j = NULL;
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	/* nothing from a pack, no timings reported: null */
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"server_vs_observed\":null,"
+						 "\"steps_source\":null,\"pack\":null,"));
+	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
+	assert_false(back.pack.present);
+	assert_int_equal(back.pack.seq, -1);
+	rt_jsonw_fini(&w);
+
+	s.phase_ns[RT_PHASE_PREFILL] = 5000000;
+	s.phase_source[RT_PHASE_PREFILL] = RT_PSRC_PACK;
+	s.phase_ns[RT_PHASE_DECODE] = 6000000;
+	s.phase_source[RT_PHASE_DECODE] = RT_PSRC_PACK;
+	s.pack = (struct rt_span_pack){ .present = true,
+					.seq = 3,
+					.join = RT_PACK_JOIN_HANDOFF,
+					.prefill_steps = 2,
+					.decode_steps = 17,
+					.prompt_tokens = 130,
+					.tokenize_calls = 2 };
+	s.steps_source = RT_PSRC_PACK;
+	s.n_reported = 2;
+	strcpy(s.reported[0].name, "timings.prompt_ms");
+	s.reported[0].value = 4.5;
+	strcpy(s.reported[1].name, "timings.predicted_ms");
+	s.reported[1].value = 6.25;
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	j = rt_jsonw_str(&w);
+	assert_non_null(strstr(j, "\"prefill\":\"pack\""));
+	assert_non_null(strstr(j, "\"server_vs_observed\":{\"prompt_ms\":4.500,"
+				  "\"predicted_ms\":6.250,\"prefill_phase\":\"prefill\","
+				  "\"prefill_ms\":5.000,\"decode_ms\":6.000,"
+				  "\"prefill_diff_ms\":0.500,\"decode_diff_ms\":-0.250}"));
+	assert_non_null(strstr(j, "\"steps_source\":\"pack\",\"pack\":{\"seq\":3,"
+				  "\"join\":\"hand-off\",\"tokenize_calls\":2,"
+				  "\"prefill_steps\":2,\"decode_steps\":17,"
+				  "\"prompt_tokens\":130}"));
+	assert_int_equal(rt_span_from_json(j, &back), 0);
+	assert_int_equal(back.phase_source[RT_PHASE_PREFILL], RT_PSRC_PACK);
+	assert_int_equal(back.steps_source, RT_PSRC_PACK);
+	assert_true(back.pack.present);
+	assert_int_equal(back.pack.seq, 3);
+	assert_int_equal(back.pack.join, RT_PACK_JOIN_HANDOFF);
+	assert_int_equal(back.pack.prefill_steps, 2);
+	assert_int_equal(back.pack.decode_steps, 17);
+	assert_int_equal(back.pack.prompt_tokens, 130);
+	assert_int_equal(back.pack.tokenize_calls, 2);
+	rt_jsonw_fini(&w);
+
+	/* zero-code: prompt_ms is set beside pre_first_token, and says so */
+	s.phase_ns[RT_PHASE_PREFILL] = RT_NULL_NS;
+	s.phase_source[RT_PHASE_PREFILL] = RT_PSRC_NONE;
+	s.phase_ns[RT_PHASE_PRE_FIRST_TOKEN] = 7000000;
+	s.phase_source[RT_PHASE_PRE_FIRST_TOKEN] = RT_PSRC_PROBE;
+	s.n_reported = 1;
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"server_vs_observed\":{\"prompt_ms\":4.500,"
+						 "\"predicted_ms\":null,"
+						 "\"prefill_phase\":\"pre_first_token\","
+						 "\"prefill_ms\":7.000,\"decode_ms\":6.000,"
+						 "\"prefill_diff_ms\":2.500,"
+						 "\"decode_diff_ms\":null}"));
+	rt_jsonw_fini(&w);
+	assert_string_equal(rt_phase_source_name(RT_PSRC_PACK), "pack");
+	assert_string_equal(rt_pack_join_name(RT_PACK_JOIN_MISMATCH), "mismatch");
+	assert_null(rt_pack_join_name(RT_PACK_JOIN_NONE));
+}
+
 /* A span with a timeline: two phase intervals, two slices (one shared). */
 static void timeline_sample(struct rt_span *s)
 {
@@ -341,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_exact_and_nulls),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_gpu_split),
+		cmocka_unit_test(test_pack_and_server),
 		cmocka_unit_test(test_timeline),
 		cmocka_unit_test(test_writer_escapes_and_bounds),
 		cmocka_unit_test(test_store),

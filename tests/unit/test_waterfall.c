@@ -208,6 +208,11 @@ static void test_threads_gpu_reported(void **state)
 	assert_non_null(strstr(out, "launches 12   h2d 3.0 MiB   d2h 0 B"));
 	assert_non_null(strstr(out, "usage.completion_tokens 16"));
 	assert_non_null(strstr(out, "timings.predicted_ms 301.5"));
+	/* the server's figure beside the observed decode (300 ms), and no prompt_ms */
+	assert_non_null(strstr(out, "server vs observed"));
+	assert_non_null(strstr(out, "prompt_ms: not reported"));
+	assert_non_null(strstr(out, "predicted_ms 301.500 ms, decode 300.000 ms, diff -1.500 ms"));
+	assert_null(strstr(out, "engine steps (pack)"));
 	free(out);
 
 	s.gpu.present = false;
@@ -216,6 +221,7 @@ static void test_threads_gpu_reported(void **state)
 	out = render(&s, 80, false, &ret);
 	assert_null(strstr(out, "GPU"));
 	assert_null(strstr(out, "server reported"));
+	assert_null(strstr(out, "server vs observed"));
 	assert_non_null(strstr(out, "threads: none charged"));
 	free(out);
 }
