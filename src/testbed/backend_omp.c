@@ -183,8 +183,9 @@ static void write_truth(struct omp_ctx *x, const struct tb_step *st, uint64_t be
 	}
 	tb_buf_puts(b, "],\"threads\":[");
 	for (t = 0; t < got; t++)
-		tb_buf_printf(b, "%s{\"n\":%d,\"tid\":%d,\"cpu_ns\":%" PRIu64 ",\"units\":%" PRIu64 "}",
-			      t ? "," : "", t, x->out[t].tid, x->out[t].cpu_ns, x->out[t].units);
+		tb_buf_printf(
+			b, "%s{\"n\":%d,\"tid\":%d,\"cpu_ns\":%" PRIu64 ",\"units\":%" PRIu64 "}",
+			t ? "," : "", t, x->out[t].tid, x->out[t].cpu_ns, x->out[t].units);
 	tb_buf_puts(b, "]}\n");
 	if (b->overflow)
 		return;

@@ -38,8 +38,7 @@ static void unit(uint64_t ns, uint64_t seed)
 }
 
 __attribute__((visibility("default"))) int tb_omp_region(int threads, uint64_t units,
-							   uint64_t cpu_ns,
-							   struct tb_omp_thread *out)
+							 uint64_t cpu_ns, struct tb_omp_thread *out)
 {
 	uint64_t per = units ? cpu_ns / units : 0;
 	int got = 1;
