@@ -28,6 +28,9 @@ struct tb_step {
 	uint32_t batch; /* requests in the step, >= 1 */
 	uint64_t tokens; /* prefill: prompt tokens in the step; decode: == batch */
 	uint64_t cost_ns; /* what the step should take, from the knobs */
+	/* the members: request ids and each one's tokens in the step ([batch]) */
+	const char *const *ids;
+	const uint64_t *member_tokens;
 };
 
 struct tb_backend_ops {
@@ -52,6 +55,9 @@ extern const struct tb_backend_ops tb_backend_sleep;
 
 /* Steps on a GPU through the CUDA driver API (backend_cuda.c, docs/gpu.md). */
 extern const struct tb_backend_ops tb_backend_cuda;
+
+/* Steps as CPU work over a libgomp OpenMP pool (backend_omp.c, docs/testbed.md). */
+extern const struct tb_backend_ops tb_backend_omp;
 
 /* Returns the backend called `name`, or NULL (errno = ENOENT). */
 const struct tb_backend_ops *tb_backend_find(const char *name);

@@ -39,6 +39,7 @@ const struct tb_backend_ops tb_backend_sleep = {
 static const struct tb_backend_ops *const backends[] = {
 	&tb_backend_sleep,
 	&tb_backend_cuda,
+	&tb_backend_omp,
 };
 
 const struct tb_backend_ops *tb_backend_find(const char *name)

@@ -38,6 +38,7 @@ struct tb_engine {
 	/* step worker only */
 	struct tb_req **running, **admitted;
 	const char **ids;
+	uint64_t *member_tokens;
 	uint32_t n_running;
 	uint64_t step_id;
 
@@ -138,8 +139,11 @@ static void run_step(struct tb_engine *e, enum tb_step_kind kind, struct tb_req 
 	st.step_id = ++e->step_id;
 	for (i = 0; i < n; i++) {
 		e->ids[i] = reqs[i]->id;
-		st.tokens += kind == TB_STEP_PREFILL ? reqs[i]->prompt_tokens : 1;
+		e->member_tokens[i] = kind == TB_STEP_PREFILL ? reqs[i]->prompt_tokens : 1;
+		st.tokens += e->member_tokens[i];
 	}
+	st.ids = e->ids;
+	st.member_tokens = e->member_tokens;
 	st.cost_ns = tb_ms_to_ns(kind == TB_STEP_PREFILL ? tb_knobs_prefill_ms(&e->k, st.tokens) :
 							   tb_knobs_decode_ms(&e->k, n));
 	tb_mark_step_begin(st.step_id, n, e->ids);
@@ -288,8 +292,9 @@ struct tb_engine *tb_engine__new(const struct tb_engine_opts *opts)
 	e->running = calloc(e->k.max_batch, sizeof(*e->running));
 	e->admitted = calloc(e->k.max_batch, sizeof(*e->admitted));
 	e->ids = calloc(e->k.max_batch, sizeof(*e->ids));
+	e->member_tokens = calloc(e->k.max_batch, sizeof(*e->member_tokens));
 	e->tok_threads = calloc(e->k.tokenizer_threads, sizeof(*e->tok_threads));
-	if (!e->running || !e->admitted || !e->ids || !e->tok_threads) {
+	if (!e->running || !e->admitted || !e->ids || !e->member_tokens || !e->tok_threads) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -369,6 +374,7 @@ void tb_engine__free(struct tb_engine *e)
 	pthread_mutex_destroy(&e->lock);
 	free(e->tok_threads);
 	free(e->ids);
+	free(e->member_tokens);
 	free(e->admitted);
 	free(e->running);
 	free(e);

@@ -40,6 +40,10 @@ static const struct knob knobs[] = {
 	{ "max_body", KNOB_U64, OFF(max_body), 1, 1 << 30 },
 	{ "handler_threads", KNOB_U32, OFF(handler_threads), 1, 1024 },
 	{ "park_idle", KNOB_U32, OFF(park_idle), 0, 1 },
+	{ "omp_threads", KNOB_U32, OFF(omp_threads), 1, 64 },
+	{ "omp_wait_policy", KNOB_U32, OFF(omp_wait_policy), 0, 2 },
+	/* at most the period: more would be a thread that never sleeps */
+	{ "omp_gc_ms", KNOB_MS, OFF(omp_gc_ms), 0, 20 },
 };
 
 void tb_knobs_default(struct tb_knobs *k)
@@ -68,6 +72,7 @@ void tb_knobs_default(struct tb_knobs *k)
 	k->max_tokens_limit = 4096;
 	k->max_body = 1 << 20;
 	k->handler_threads = 64;
+	k->omp_threads = 2;
 }
 
 static const struct knob *knob_find(const char *name)

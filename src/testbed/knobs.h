@@ -34,6 +34,10 @@ struct tb_knobs {
 	 * one request per wakeup (a thread-pool server's shape).
 	 */
 	uint32_t park_idle;
+	/* the "omp" backend (docs/testbed.md, "OpenMP backend"); others ignore them */
+	uint32_t omp_threads; /* threads in each step's parallel region */
+	uint32_t omp_wait_policy; /* 0: the environment's, 1: passive, 2: active */
+	double omp_gc_ms; /* CPU a runtime thread burns every 20 ms, never for a request */
 };
 
 /* Fills k with the defaults (the `healthy` scenario). */

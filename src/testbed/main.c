@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		"usage: reqtrace-testbed [--scenario FILE] [--port N] [--truth FILE] [--markers]\n"
 		"                        [--io readwrite|vector|socket|msg|split]\n"
 		"                        [--peer HOST:PORT | --peer-mode] [--set knob=value]...\n"
-		"                        [--backend sleep|cuda]\n"
+		"                        [--backend sleep|cuda|omp]\n"
 		"Serves POST /v1/completions and GET /health on 127.0.0.1:PORT (0: ephemeral)\n"
 		"and prints \"listening on 127.0.0.1:PORT\" when ready. SIGINT/SIGTERM stop it.\n");
 }

@@ -20,9 +20,13 @@ set_tests_properties(testbed_preprocess testbed_batch testbed_comm testbed_park
 # linked with every module like every unit test) also need the testbed's
 # own libraries.
 foreach(t test_testbed_knobs test_testbed_http test_testbed_io test_testbed_resp
-		test_testbed_truth)
+		test_testbed_truth test_testbed_omp)
 	if(TARGET ${t})
 		target_link_libraries(${t} PRIVATE rt_load rt_testbed)
 		rt_test_private(${t} testbed)
 	endif()
 endforeach()
+# it opens the pool object from the build tree
+if(TARGET test_testbed_omp)
+	add_dependencies(test_testbed_omp reqtrace-testbed-omp)
+endif()

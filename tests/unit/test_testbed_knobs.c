@@ -28,6 +28,10 @@ static void test_defaults_batch_ratio(void **state)
 	assert_int_equal(k.max_body, 1 << 20);
 	/* thread-per-connection unless a scenario asks for the epoll model */
 	assert_int_equal(k.park_idle, 0);
+	/* the omp backend: two threads, libgomp's wait policy from the environment */
+	assert_int_equal(k.omp_threads, 2);
+	assert_int_equal(k.omp_wait_policy, 0);
+	assert_true(k.omp_gc_ms == 0);
 	assert_int_equal(tb_knobs_check(&k, NULL, 0), 0);
 }
 
@@ -122,10 +126,11 @@ static void load_scenario(const char *name, struct tb_knobs *k)
 
 static void test_shipped_scenarios(void **state)
 {
-	const char *names[] = { "healthy", "preprocess-bound", "batch1",
-				"batch8",  "queue-burst",      "comm-bound" };
+	const char *names[] = { "healthy",     "preprocess-bound", "batch1", "batch8",
+				"queue-burst", "comm-bound",	   "omp" };
 	struct tb_knobs k;
 	double inference;
+	char err[256];
 	size_t i;
 
 	(void)state;
@@ -147,6 +152,12 @@ static void test_shipped_scenarios(void **state)
 	assert_int_equal(k.max_batch, 8);
 	load_scenario("comm-bound", &k);
 	assert_true(k.comm_delay_ms > 2 * tb_knobs_decode_ms(&k, 8));
+	load_scenario("omp", &k);
+	assert_int_equal(k.omp_threads, 2);
+	assert_int_equal(k.omp_wait_policy, 1);
+	assert_true(k.omp_gc_ms == 1);
+	/* a policy past active is refused, not taken as one */
+	assert_int_equal(tb_knobs_set(&k, "omp_wait_policy", "3", err, sizeof(err)), -EINVAL);
 }
 
 int main(void)

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Per-thread truth on a real OpenMP compute pool (issue 13, "Done when").
+
+The testbed's `omp` backend (docs/testbed.md, "OpenMP backend") runs every
+engine step as CPU work over a libgomp parallel region: the engine thread and
+libgomp's workers ("tb-omp"), which spin between regions
+(omp_wait_policy=2, active) or sleep (1, passive). A runtime thread ("tb-gc")
+burns CPU every 20 ms and never works for a request. Under reqtraced,
+zero-code and with --markers, both wait policies:
+
+  (a) the span CPU plus the daemon's reported unattributed_cpu_ms equals the
+      process's CPU over the run within 5%: as on CPU + runqueue on both
+      sides (cpu.on_cpu_ms + cpu.runq_ms; /proc schedstat's run time + run
+      delay), because unattributed_cpu_ms holds a nobody's thread's runqueue
+      wait too; as on CPU alone when `status` reports unattributed_on_cpu_ms
+      (printed either way)
+  (b) each pool worker's CPU (/proc) lands on the spans within 10% (the sum
+      over spans of its cpu.threads on_cpu_ms), and per request within 10%
+      of its expected share: the worker's CPU in each step's region (the
+      backend's step log) split equally over the requests the engine is
+      working for (docs/spans.md): the step's members with markers, the
+      engine set (received, not ended) zero-code; the worker's CPU outside
+      regions (its spin) is spread in the same proportion
+  (c) the runtime thread's CPU is on no span, and is in unattributed
+
+The run is bracketed by SIGSTOP: /proc and the daemon's counters are read
+while the testbed is stopped and the daemon has caught up, so both cover
+exactly the same CPU (a spinning pool never idles otherwise).
+
+usage: pool_omp.py [--mode zero-code|markers|both] [--policy passive|active|both]
+                   [--concurrency C] [--requests N]
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import live_common as lc  # noqa: E402
+import testbed_common as tb  # noqa: E402
+
+log, check = lc.log, lc.check
+MS = 1e6
+POLICIES = {"passive": 1, "active": 2}
+
+
+def tasks(pid):
+    """{tid: (comm, on-CPU ns, runqueue ns)} of every thread of pid (schedstat: ns, not
+    ticks; its run_delay is the time runnable but not running, the spans' runq_ms)."""
+    out = {}
+    base = "/proc/%d/task" % pid
+    for t in os.listdir(base):
+        try:
+            with open("%s/%s/schedstat" % (base, t)) as f:
+                ns = [int(x) for x in f.read().split()[:2]]
+            with open("%s/%s/comm" % (base, t)) as f:
+                comm = f.read().strip()
+        except OSError:
+            continue  # exited meanwhile
+        out[int(t)] = (comm, ns[0], ns[1])
+    return out
+
+
+def proc_ticks_ms(pid):
+    """utime + stime of the whole process (dead threads too), in ms."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def settle(daemon, ids, timeout=30):
+    """Waits for every span of ids, then for unattributed to stop moving."""
+    spans = daemon.wait_spans(0, timeout=timeout, ids=set(ids))
+    last = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        cur = daemon.status()["correlator"]
+        if last is not None and cur["unattributed_cpu_ms"] == last["unattributed_cpu_ms"]:
+            break
+        last = cur
+    return spans, last
+
+
+def thread_charge(span, tid):
+    return sum(t["on_cpu_ms"] for t in span["cpu"]["threads"] if t["tid"] == tid)
+
+
+def expected_shares(steps, truth, workers, markers):
+    """{tid: {request: ms}}: each worker's region CPU split over the engine's requests."""
+    exp = {w: {} for w in workers}
+    for st in steps:
+        if markers:
+            who = [m["id"] for m in st["members"]]
+        else:
+            mid = (st["begin_ns"] + st["end_ns"]) // 2
+            who = [t["request_id"] for t in truth
+                   if t["received_ns"] is not None and t["received_ns"] <= mid and
+                   (t["end_ns"] is None or mid < t["end_ns"])]
+        if not who:
+            continue
+        for th in st["threads"]:
+            if th["tid"] in exp:
+                for r in who:
+                    exp[th["tid"]][r] = exp[th["tid"]].get(r, 0.0) + th["cpu_ns"] / MS / len(who)
+    return exp
+
+
+def one(mode, policy, conc, n):
+    label = "%s/%s" % (mode, policy)
+    markers = mode == "markers"
+    d = tb.tmpdir()
+    truth_path = os.path.join(d, "truth.jsonl")
+    steps_path = os.path.join(d, "steps.jsonl")
+    env = os.environ.copy()
+    env["REQTRACE_TB_OMP_TRUTH"] = steps_path
+    args = ["--backend", "omp", "--scenario", tb.scenario("omp"), "--port", "0",
+            "--truth", truth_path, "--set", "omp_wait_policy=%d" % POLICIES[policy]]
+    if markers:
+        args.append("--markers")
+    server = tb.Testbed(args, env=env, name="testbed-" + label.replace("/", "-"))
+    pid = server.pid
+    daemon = lc.Daemon(["--pid", str(pid)], name="reqtraced-" + label.replace("/", "-"))
+    stopped = False
+    try:
+        time.sleep(0.3)  # the probes are attached once status answers; let the first switches in
+        # warm-up: libgomp makes its workers in the first region
+        warm, r = lc.run_load(server.port, "--concurrency", 2, "--requests", 2, "--stream",
+                              "--id-prefix", "w-")
+        check(r.returncode == 0, "%s warm-up load ok" % label)
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        _, u0 = settle(daemon, [x["request_id"] for x in warm])
+        p0, ticks0 = tasks(pid), proc_ticks_ms(pid)
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        lines, r = lc.run_load(server.port, "--concurrency", conc, "--requests", n, "--stream",
+                               "--id-prefix", "p-")
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        check(r.returncode == 0, "%s load ok: %s" % (label, r.stderr.strip()[-300:]))
+        ids = [x["request_id"] for x in lines]
+        got, u1 = settle(daemon, ids)
+        p1, ticks1 = tasks(pid), proc_ticks_ms(pid)
+        spans = {s["request_id"]: s for s in got if s["request_id"] in set(ids)}
+        check(len(spans) == n, "%s a span for each of the %d requests (got %d)"
+              % (label, n, len(spans)))
+        steps_all = lc.read_jsonl(steps_path)
+        truth = [t for t in lc.read_jsonl(truth_path) if t["request_id"] in spans]
+        warm_ids = {x["request_id"] for x in warm}
+        steps = [s for s in steps_all if not any(m["id"] in warm_ids for m in s["members"])]
+        check(steps and all(m["id"] in spans for s in steps for m in s["members"]),
+              "%s the run's %d steps are of the run's requests" % (label, len(steps)))
+
+        delta = {t: (p1[t][0], (p1[t][1] - p0.get(t, ("", 0, 0))[1]) / MS,
+                     (p1[t][2] - p0.get(t, ("", 0, 0))[2]) / MS) for t in p1}
+        proc_ms = sum(v[1] for v in delta.values())
+        proc_runq_ms = sum(v[2] for v in delta.values())
+        log("%s threads over the run (ms on CPU, from /proc schedstat):" % label)
+        for t in sorted(delta):
+            if delta[t][1] < 0.5 and not any(x["tid"] == t for s in spans.values()
+                                             for x in s["cpu"]["threads"]):
+                continue  # an idle handler: not worth a line
+            on_spans = sum(thread_charge(s, t) for s in spans.values())
+            runq = sum(x["runq_ms"] for s in spans.values() for x in s["cpu"]["threads"]
+                       if x["tid"] == t)
+            log("  %7d %-16s on CPU %9.2f runq %9.2f   on spans: on CPU %9.2f runq %9.2f"
+                % (t, delta[t][0], delta[t][1], delta[t][2], on_spans, runq))
+
+        # (a) unattributed_cpu_ms counts a nobody's thread's runqueue wait with its
+        # on-CPU time (src/correlate/cpu.c), so the identity that holds is on CPU +
+        # runqueue on both sides; on-CPU alone needs the daemon to report
+        # unattributed on-CPU apart (unattributed_on_cpu_ms, when it exists)
+        span_ms = sum(s["cpu"]["on_cpu_ms"] for s in spans.values())
+        runq_ms = sum(s["cpu"]["runq_ms"] for s in spans.values())
+        un_ms = u1["unattributed_cpu_ms"] - u0["unattributed_cpu_ms"]
+        total = span_ms + runq_ms + un_ms
+        want = proc_ms + proc_runq_ms
+        log("%s process: on CPU %.2f ms (/proc stat ticks: %.0f ms), runqueue %.2f ms; spans: "
+            "on CPU %.2f ms, runqueue %.2f ms; unattributed %.2f ms"
+            % (label, proc_ms, ticks1 - ticks0, proc_runq_ms, span_ms, runq_ms, un_ms))
+        log("%s on CPU alone: spans %.2f + unattributed %.2f = %.2f ms vs process %.2f ms "
+            "(%+.1f%%)" % (label, span_ms, un_ms, span_ms + un_ms, proc_ms,
+                           100.0 * (span_ms + un_ms - proc_ms) / proc_ms))
+        check(abs(total - want) <= 0.05 * want,
+              "%s (a) span on CPU + runq + unattributed %.2f ms is the process's on CPU + "
+              "runq %.2f ms within 5%% (%+.1f%%)" % (label, total, want,
+                                                    100.0 * (total - want) / want))
+        if "unattributed_on_cpu_ms" in u1:
+            un_on = u1["unattributed_on_cpu_ms"] - u0["unattributed_on_cpu_ms"]
+            check(abs(span_ms + un_on - proc_ms) <= 0.05 * proc_ms,
+                  "%s (a) span on CPU + unattributed on CPU %.2f ms is the process's CPU "
+                  "%.2f ms within 5%%" % (label, span_ms + un_on, proc_ms))
+
+        # (b) per worker, then per request
+        engine = {s["tid"] for s in steps}
+        workers = sorted({th["tid"] for s in steps for th in s["threads"]} - engine)
+        check(len(workers) >= 1, "%s the pool has workers besides the engine thread: %s"
+              % (label, workers))
+        exp = expected_shares(steps, truth, workers, markers)
+        for w in workers:
+            cpu = delta.get(w, ("", 0.0))[1]
+            region = sum(th["cpu_ns"] for s in steps for th in s["threads"]
+                         if th["tid"] == w) / MS
+            on_spans = sum(thread_charge(s, w) for s in spans.values())
+            log("%s worker %d: /proc %.2f ms, in regions %.2f ms (spin outside %.2f ms), "
+                "on spans %.2f ms (%.1f%%)" % (label, w, cpu, region, cpu - region, on_spans,
+                                              100.0 * on_spans / cpu if cpu else 0.0))
+            # the policy took effect (libgomp read it at load): a passive worker
+            # sleeps between regions, an active one spins there
+            if policy == "passive":
+                check(cpu - region <= 0.05 * region, "%s worker %d sleeps between regions "
+                      "(%.2f ms outside them <= 5%% of %.2f)" % (label, w, cpu - region, region))
+            else:
+                check(cpu - region >= 0.10 * region, "%s worker %d spins between regions "
+                      "(%.2f ms outside them >= 10%% of %.2f)" % (label, w, cpu - region, region))
+            check(cpu > 0 and abs(on_spans - cpu) <= 0.10 * cpu,
+                  "%s (b) worker %d's CPU %.2f ms lands on the spans within 10%% (%.2f ms)"
+                  % (label, w, cpu, on_spans))
+            scale = cpu / region if region else 0.0
+            worst, bad = 0.0, []
+            for rid, s in spans.items():
+                want = exp[w].get(rid, 0.0) * scale
+                have = thread_charge(s, w)
+                err = abs(have - want) / want if want else (0.0 if have == 0 else 1.0)
+                worst = max(worst, err)
+                if err > 0.10:
+                    bad.append("%s %.2f/%.2f" % (rid, have, want))
+            log("%s worker %d per request: worst |got - expected| %.1f%%, %d of %d beyond 10%%"
+                % (label, w, 100 * worst, len(bad), len(spans)))
+            check(not bad, "%s (b) worker %d's share per request within 10%% of the step log's "
+                  "(got/expected ms: %s)" % (label, w, bad[:4]))
+
+        # (c)
+        gc = [t for t in delta if delta[t][0] == "tb-gc"]
+        check(len(gc) == 1, "%s one runtime thread tb-gc (%s)" % (label, gc))
+        for t in gc:
+            on_spans = [rid for rid, s in spans.items() if any(x["tid"] == t
+                                                               for x in s["cpu"]["threads"])]
+            check(delta[t][1] >= 10.0 and not on_spans,
+                  "%s (c) runtime thread %d (%.2f ms on CPU) is on no span (on %s)"
+                  % (label, t, delta[t][1], on_spans[:3]))
+            check(un_ms >= 0.9 * delta[t][1],
+                  "%s (c) its CPU is within unattributed (%.2f ms >= 0.9 x %.2f ms)"
+                  % (label, un_ms, delta[t][1]))
+    finally:
+        if stopped:
+            os.kill(pid, signal.SIGCONT)
+        server.stop()
+        code = daemon.stop()
+        check(code == 0, "%s reqtraced shut down cleanly (exit %s)" % (label, code))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", default="both", choices=("zero-code", "markers", "both"))
+    ap.add_argument("--policy", default="both", choices=("passive", "active", "both"))
+    ap.add_argument("--concurrency", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=40)
+    a = ap.parse_args()
+    lc.require_root()
+    modes = ("zero-code", "markers") if a.mode == "both" else (a.mode,)
+    policies = ("passive", "active") if a.policy == "both" else (a.policy,)
+    for m in modes:
+        for p in policies:
+            one(m, p, a.concurrency, a.requests)
+    lc.finish()
+
+
+if __name__ == "__main__":
+    main()
