@@ -206,6 +206,8 @@ struct rt_conn {
 	bool unreadable; /* parser gave up: TLS, HTTP/2, garbage */
 	bool comm_peer; /* outbound, not HTTP: waits on it are comm wait */
 	bool peer_kind_known;
+	bool first_data_seen; /* the first bytes (either direction) were checked for ZMTP */
+	bool zmtp; /* opened with a ZMTP greeting: ZeroMQ plumbing, no parsing, no comm wait */
 	uint64_t peer_closed_ns; /* the client's read side returned 0 */
 	char desc[RT_SPAN_CONN_MAX];
 	uint32_t seq; /* requests seen */
