@@ -7,7 +7,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
       libuv1-dev libcjson-dev libinih-dev libcmocka-dev libcurl4-openssl-dev python3 procps iproute2
       util-linux clang-format binutils openssl passwd prometheus systemd
-      dpkg-dev groff-base man-db)
+      dpkg-dev groff-base man-db python3-zmq)
 
 missing=()
 for p in "${pkgs[@]}"; do
