@@ -17,6 +17,7 @@
 #include "correlate/gpu.h"
 #include "gpu_state.h"
 #include "proto/stream.h"
+#include "zmq_asm.h"
 
 #define RT_THREAD_OWNERS_MAX 32 /* persistent I/O owners of one thread */
 #define RT_THREAD_SERVED_MAX 256 /* requests an engine thread serves in one burst */
@@ -243,6 +244,7 @@ struct rt_recent {
 struct rt_correlator {
 	struct rt_correlator_opts o;
 	struct rt_correlator_stats st;
+	struct rt_zmq_asm *zmq; /* ZMQ_MSG frames into messages (zmq_asm.h) */
 	uint64_t now; /* ts of the newest event applied */
 	uint64_t last_scan; /* last idle scan */
 	uint64_t next_serial;

@@ -592,6 +592,9 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "missed_switch_ins", cs.missed_switch_ins);
 	key_u64(&w, "peer_conns", cs.peer_conns);
 	key_u64(&w, "zmtp_conns", cs.zmtp_conns);
+	key_u64(&w, "zmq_messages", cs.zmq_messages);
+	key_u64(&w, "zmq_desyncs", cs.zmq_desyncs);
+	key_u64(&w, "zmq_frames_discarded", cs.zmq_frames_discarded);
 	rt_jsonw_key(&w, "not_run_ms");
 	rt_jsonw_ms(&w, (int64_t)cs.not_run_ns);
 	rt_jsonw_key(&w, "unattributed_cpu_ms");

@@ -18,6 +18,8 @@ capture bound: CUT) and, sent zero-copy, 70 000 bytes. Checks:
              frames past the bound, with frame_len the full length, the
              captured prefix 16 KiB in 4 records; the status counters agree
   loss       no LOSS record, no unreadable layout, no failed read
+  messages   the correlator's assembler (zmq_asm) puts every message
+             together with no desynchronisation
   peers      the child's PUSH to a PULL in the (untraced) test process, an
              outbound TCP connection that is not HTTP, is ZeroMQ plumbing,
              not a comm peer: status counts it in zmtp_conns, and
@@ -273,6 +275,13 @@ def main():
     check(corr.get("zmtp_conns", 0) >= 1,
           "the outbound ZMTP connection to the untraced peer is recognised as ZeroMQ")
     check(corr.get("peer_conns") == 0, "no connection is a comm peer")
+    # 4 messages each way per transport and the one to the peer (pyzmq's GC
+    # thread adds its own 8-byte messages for the zero-copy frames)
+    log("status correlator: zmq_messages=%s zmq_desyncs=%s zmq_frames_discarded=%s"
+        % (corr.get("zmq_messages"), corr.get("zmq_desyncs"), corr.get("zmq_frames_discarded")))
+    check(corr.get("zmq_messages", 0) >= 17 and corr.get("zmq_desyncs") == 0 and
+          corr.get("zmq_frames_discarded") == 0,
+          "the correlator assembled every message (at least 17) without a desync")
     lc.finish()
 
 

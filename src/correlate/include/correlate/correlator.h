@@ -69,6 +69,9 @@ struct rt_correlator_stats {
 	 * that opened with a ZeroMQ (ZMTP) greeting: inter-process plumbing,
 	 * never peers nor clients */
 	uint64_t peer_conns, zmtp_conns;
+	/* ZeroMQ messages assembled from ZMQ_MSG frames, times a stream lost
+	 * its place (a gap, a LOSS), and frames discarded for it */
+	uint64_t zmq_messages, zmq_desyncs, zmq_frames_discarded;
 };
 
 struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts);
