@@ -373,6 +373,43 @@ struct rt_ev_pack_batch {
 	struct rt_pack_seq seqs[RT_PACK_BATCH_SEQS];
 };
 
+/* ---- ZeroMQ frames ------------------------------------------------------ */
+
+#define RT_ZMQ_SEND 1
+#define RT_ZMQ_RECV 2
+
+/* rt_ev_zmq_msg.flags */
+#define RT_ZMQ_MORE 0x1 /* another frame of the same message follows */
+#define RT_ZMQ_CUT 0x2 /* the frame is longer than the bound: bytes past it not read */
+#define RT_ZMQ_FAULT 0x4 /* a user-memory read failed: this chunk's bytes are missing */
+#define RT_ZMQ_LAYOUT 0x8 /* the zmq_msg_t type byte was none the probe knows: no bytes */
+
+#define RT_ZMQ_CAP_MAX 16384 /* bytes of one frame the probe reads at most */
+#define RT_ZMQ_CHUNK_MAX 4096 /* bytes one record carries */
+
+/*
+ * One chunk of one ZeroMQ frame, seen at the return of a successful
+ * zmq_msg_send or zmq_msg_recv (bpf/zmq.bpf.c, docs/events.md "ZeroMQ").
+ * hdr.ts_ns = the return, enter_ns = the entry, hdr.pid/tid = the
+ * application thread that called. A frame of frame_len bytes is read up to
+ * RT_ZMQ_CAP_MAX and cut into records of at most RT_ZMQ_CHUNK_MAX bytes,
+ * written back to back by that thread in offset order (an empty frame is
+ * one record with len 0). Every chunk of a frame carries the same flags.
+ */
+struct rt_ev_zmq_msg {
+	struct rt_event_hdr hdr;
+	__u64 enter_ns;
+	__u64 msg; /* the zmq_msg_t's address in the caller */
+	__u64 socket; /* the libzmq socket pointer: identifies the socket within hdr.pid */
+	__u32 frame_len; /* the whole frame, as the call returned it */
+	__u32 offset; /* of this chunk in the frame */
+	__u16 len; /* bytes in data[] */
+	__u8 dir; /* RT_ZMQ_SEND or RT_ZMQ_RECV */
+	__u8 flags; /* RT_ZMQ_* */
+	__u32 _pad;
+	__u8 data[]; /* len bytes, zero-padded to 8 */
+};
+
 /* ---- GPU, CPU side ------------------------------------------------------ */
 
 /* Direction of a copy; unified copies carry none. */

@@ -41,6 +41,7 @@ static const struct kind_info kinds[RT_EV__MAX] = {
 	KIND(CUDA_API_EXIT, struct rt_ev_cuda_api),
 	KIND(NCCL_ENTER, struct rt_ev_nccl),
 	KIND(NCCL_EXIT, struct rt_ev_nccl),
+	KIND(ZMQ_MSG, struct rt_ev_zmq_msg),
 	KIND(GPU_KERNEL, struct rt_ev_gpu_kernel),
 	KIND(GPU_MEMCPY, struct rt_ev_gpu_memcpy),
 	KIND(GPU_MEMSET, struct rt_ev_gpu_memset),
@@ -210,6 +211,29 @@ static int check_gpu(const struct rt_event_hdr *ev, struct rt_event_fault *f)
 	return 0;
 }
 
+static int check_zmq(const struct rt_event_hdr *ev, struct rt_event_fault *f)
+{
+	const struct rt_ev_zmq_msg *z = (const void *)ev;
+
+	CHECK_BEFORE(struct rt_ev_zmq_msg, z, enter_ns);
+	if (z->dir != RT_ZMQ_SEND && z->dir != RT_ZMQ_RECV)
+		return BAD(struct rt_ev_zmq_msg, dir, "%u unknown", z->dir);
+	CHECK_MAX(struct rt_ev_zmq_msg, z, flags,
+		  RT_ZMQ_MORE | RT_ZMQ_CUT | RT_ZMQ_FAULT | RT_ZMQ_LAYOUT);
+	CHECK_MAX(struct rt_ev_zmq_msg, z, len, RT_ZMQ_CHUNK_MAX);
+	if (sizeof(*z) + z->len > ev->size)
+		return BAD(struct rt_ev_zmq_msg, len, "%u exceeds record size %u", z->len,
+			   ev->size);
+	/* a chunk lies inside the frame and inside the capture bound */
+	if ((__u64)z->offset + z->len > z->frame_len)
+		return BAD(struct rt_ev_zmq_msg, offset, "%u + len %u exceed frame_len %u",
+			   z->offset, z->len, z->frame_len);
+	if ((__u64)z->offset + z->len > RT_ZMQ_CAP_MAX)
+		return BAD(struct rt_ev_zmq_msg, offset, "%u + len %u exceed the capture bound %d",
+			   z->offset, z->len, RT_ZMQ_CAP_MAX);
+	return 0;
+}
+
 static int check_task(const struct rt_event_hdr *ev, struct rt_event_fault *f)
 {
 	const struct rt_ev_sched_switch *sw = (const void *)ev;
@@ -298,6 +322,8 @@ int rt_event_check_body(const struct rt_event_hdr *ev, struct rt_event_fault *f)
 	case RT_EV_GPU_MEMSET:
 	case RT_EV_GPU_SYNC:
 		return check_gpu(ev, f);
+	case RT_EV_ZMQ_MSG:
+		return check_zmq(ev, f);
 	case RT_EV_LOSS:
 		CHECK_BEFORE(struct rt_ev_loss, lo, since_ns);
 		break;

@@ -591,6 +591,16 @@ static bool looks_like_http_request(const uint8_t *p, size_t n)
 	return false;
 }
 
+/*
+ * A ZMTP 3.x greeting (ZeroMQ, rfc.zeromq.org/spec/23): 0xFF, 8 bytes, 0x7F,
+ * then the major version. libzmq writes the 10-byte signature alone first
+ * and the version once the peer's signature came, so 10 bytes suffice.
+ */
+static bool looks_like_zmtp(const uint8_t *p, size_t n)
+{
+	return n >= 10 && p[0] == 0xff && p[9] == 0x7f && (n == 10 || p[10] >= 3);
+}
+
 static struct rt_conn *conn_for_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 {
 	struct rt_conn *conn = rt_hmap_get(&c->conns, conn_key(ev->hdr.pid, ev->fd));
@@ -767,10 +777,21 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 			internal_read(c, conn, t, ev);
 		return;
 	}
+	/* ZeroMQ between processes: neither a peer to wait on nor a client (docs/spans.md) */
+	if (!conn->first_data_seen && ev->ret > 0) {
+		conn->first_data_seen = true;
+		conn->zmtp = looks_like_zmtp(ev->data, ev->head_len);
+		if (conn->zmtp)
+			c->st.zmtp_conns++;
+	}
+	if (conn->zmtp)
+		return;
 	if (conn->outbound) {
 		if (!conn->peer_kind_known && !recv && ev->ret > 0) {
 			conn->peer_kind_known = true;
 			conn->comm_peer = !looks_like_http_request(ev->data, ev->head_len);
+			if (conn->comm_peer)
+				c->st.peer_conns++;
 		}
 		/* blocked waiting for a peer's reply: comm wait (docs/spans.md) */
 		if (recv && ev->ret > 0 && conn->comm_peer && t)

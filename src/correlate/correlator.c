@@ -274,6 +274,7 @@ static void on_target(struct rt_correlator *c, const struct rt_ev_target *ev)
 			return;
 		/* no longer traced: what is in flight cannot be finished */
 		rt_conns_proc_exit(c, ev->hdr.pid, ev->hdr.ts_ns);
+		rt_zmq_asm__drop_pid(c->zmq, ev->hdr.pid);
 		rt_hmap_del(&c->procs, ev->hdr.pid);
 		group_changed(c, p);
 		rt_proc_drop(c, p);
@@ -369,6 +370,9 @@ static void on_loss(struct rt_correlator *c, const struct rt_ev_loss *ev)
 	void *val;
 
 	c->st.lost_records += ev->count;
+	/* frames may be among what was lost: the process's ZeroMQ streams wait for a boundary */
+	if (!ev->lost_kind || ev->lost_kind == RT_EV_ZMQ_MSG)
+		rt_zmq_asm__loss(c->zmq, ev->hdr.pid);
 	while ((pos = rt_hmap_next(&c->reqs, pos, NULL, &val)) != 0) {
 		struct rt_req *r = val;
 
@@ -472,6 +476,13 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 		break;
 	case RT_EV_LOSS:
 		on_loss(c, (const struct rt_ev_loss *)ev);
+		break;
+	case RT_EV_ZMQ_MSG:
+		/* its offsets and lengths are trusted below: a bad one is refused here */
+		if (rt_event_check(ev, ev->size, NULL))
+			c->st.invalid_events++;
+		else
+			rt_zmq_asm__record(c->zmq, (const struct rt_ev_zmq_msg *)ev);
 		break;
 	case RT_EV_TARGET:
 		on_target(c, (const struct rt_ev_target *)ev);
@@ -580,6 +591,14 @@ void rt_correlator__stats(const struct rt_correlator *c, struct rt_correlator_st
 	st->conns = c->conns.len;
 	st->threads = c->threads.len;
 	st->procs = c->procs.len;
+	if (c->zmq) {
+		struct rt_zmq_asm_stats zs;
+
+		rt_zmq_asm__stats(c->zmq, &zs);
+		st->zmq_messages = zs.messages;
+		st->zmq_desyncs = zs.desyncs;
+		st->zmq_frames_discarded = zs.frames_discarded;
+	}
 }
 
 void rt_correlator__unreadable(const struct rt_correlator *c, uint32_t group_id, uint64_t *out)
@@ -631,6 +650,13 @@ void rt_correlator__inflight(const struct rt_correlator *c, rt_inflight_fn fn, v
 
 /* ---- lifetime ---------------------------------------------------------------- */
 
+/* A whole ZeroMQ message: the engine message decoders (vLLM: proto/vllm.h) hook here. */
+static void on_zmq_msg(void *ctx, const struct rt_zmq_asm_msg *m)
+{
+	(void)ctx;
+	(void)m;
+}
+
 struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts)
 {
 	struct rt_correlator *c = calloc(1, sizeof(*c));
@@ -663,6 +689,9 @@ struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts)
 		goto cleanup;
 	c->recent = calloc(c->o.recent_spans, sizeof(*c->recent));
 	if (!c->recent)
+		goto cleanup;
+	c->zmq = rt_zmq_asm__new(0, on_zmq_msg, c);
+	if (!c->zmq)
 		goto cleanup;
 	return c;
 cleanup:
@@ -728,6 +757,7 @@ void rt_correlator__free(struct rt_correlator *c)
 	rt_pack_free(c);
 	rt_hmap_fini(&c->groups);
 	rt_hmap_fini(&c->conns_of);
+	rt_zmq_asm__free(c->zmq);
 	free(c->recent);
 	free(c);
 }

@@ -17,6 +17,7 @@
 #include "correlate/gpu.h"
 #include "gpu_state.h"
 #include "proto/stream.h"
+#include "zmq_asm.h"
 
 #define RT_THREAD_OWNERS_MAX 32 /* persistent I/O owners of one thread */
 #define RT_THREAD_SERVED_MAX 256 /* requests an engine thread serves in one burst */
@@ -230,6 +231,8 @@ struct rt_conn {
 	bool unreadable; /* parser gave up: TLS, HTTP/2, garbage */
 	bool comm_peer; /* outbound, not HTTP: waits on it are comm wait */
 	bool peer_kind_known;
+	bool first_data_seen; /* the first bytes (either direction) were checked for ZMTP */
+	bool zmtp; /* opened with a ZMTP greeting: ZeroMQ plumbing, no parsing, no comm wait */
 	uint64_t peer_closed_ns; /* the client's read side returned 0 */
 	char desc[RT_SPAN_CONN_MAX];
 	uint32_t seq; /* requests seen */
@@ -265,6 +268,7 @@ struct rt_recent {
 struct rt_correlator {
 	struct rt_correlator_opts o;
 	struct rt_correlator_stats st;
+	struct rt_zmq_asm *zmq; /* ZMQ_MSG frames into messages (zmq_asm.h) */
 	uint64_t now; /* ts of the newest event applied */
 	uint64_t last_scan; /* last idle scan */
 	uint64_t next_serial;

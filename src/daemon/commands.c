@@ -17,6 +17,7 @@
 #include "export/span_json.h"
 #include "otlp.h"
 #include "sources/bpf_source.h"
+#include "sources/bpf_zmq.h"
 
 static void send_jsonw(struct rt_ctl_client *cl, struct rt_jsonw *w)
 {
@@ -179,6 +180,28 @@ static void status_inject(struct rt_daemon *d, struct rt_jsonw *w)
 		rt_jsonw_obj_close(w);
 	}
 	rt_jsonw_arr_close(w);
+}
+
+/* ZeroMQ frame uprobes (sources/bpf_zmq.h): what they saw and what they could not read. */
+static void status_zmq(struct rt_daemon *d, struct rt_jsonw *w)
+{
+	struct rt_bpf_zmq_stats zs;
+
+	rt_jsonw_key(w, "zmq");
+	if (!d->bpf || rt_bpf_source__zmq_stats(d->bpf, &zs)) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_jsonw_obj_open(w);
+	key_u64(w, "libraries", zs.n_libs);
+	key_u64(w, "frames", zs.frames);
+	key_u64(w, "cut", zs.cut);
+	key_u64(w, "cut_bytes", zs.cut_bytes);
+	key_u64(w, "calls_full", zs.calls_full);
+	key_u64(w, "unmatched", zs.unmatched);
+	key_u64(w, "layout", zs.layout);
+	key_u64(w, "fault", zs.fault);
+	rt_jsonw_obj_close(w);
 }
 
 /* GPU work as the correlator saw it: probes, joins, and how busy each device was. */
@@ -539,6 +562,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_jsonw_arr_close(&w);
 	status_inject(d, &w);
 	status_gpu(d, bs, &w);
+	status_zmq(d, &w);
 	status_nvml(d, &w);
 
 	/* every bounded stage and what it had to drop */
@@ -566,6 +590,11 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "lost_records", cs.lost_records);
 	key_u64(&w, "orphan_markers", cs.orphan_markers);
 	key_u64(&w, "missed_switch_ins", cs.missed_switch_ins);
+	key_u64(&w, "peer_conns", cs.peer_conns);
+	key_u64(&w, "zmtp_conns", cs.zmtp_conns);
+	key_u64(&w, "zmq_messages", cs.zmq_messages);
+	key_u64(&w, "zmq_desyncs", cs.zmq_desyncs);
+	key_u64(&w, "zmq_frames_discarded", cs.zmq_frames_discarded);
 	rt_jsonw_key(&w, "not_run_ms");
 	rt_jsonw_ms(&w, (int64_t)cs.not_run_ns);
 	rt_jsonw_key(&w, "unattributed_cpu_ms");

@@ -26,6 +26,7 @@
 #include "daemon/procfs.h"
 #include "daemon/sdnotify.h"
 #include "sources/bpf_source.h"
+#include "sources/bpf_zmq.h"
 
 #define DRAIN_MS 10
 #define SCAN_MS 250
@@ -231,6 +232,10 @@ static void on_scan_timer(uv_timer_t *h)
 			if (rt_procfs_find_lib(pids[i], gpu_libs[k], lib, sizeof(lib)) == 1)
 				rt_bpf_source__attach_gpu(d->bpf, lib);
 	}
+	/* and libzmq (ZeroMQ frame uprobes, docs/events.md "ZeroMQ") */
+	for (i = 0; i < n && d->bpf; i++)
+		if (rt_procfs_find_lib(pids[i], RT_ZMQ_LIB_NAME, lib, sizeof(lib)) == 1)
+			rt_bpf_source__attach_zmq(d->bpf, lib);
 }
 
 static void on_stats_timer(uv_timer_t *h)
@@ -315,6 +320,12 @@ static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
 			if (err)
 				wlog("GPU probes in %s: %s", lib, strerror(-err));
 		}
+	}
+	/* ZeroMQ frames at the application boundary: zmq_msg_send/zmq_msg_recv */
+	if (rt_procfs_find_lib(pid, RT_ZMQ_LIB_NAME, lib, sizeof(lib)) == 1) {
+		err = rt_bpf_source__attach_zmq(d->bpf, lib);
+		if (err)
+			wlog("ZeroMQ probes in %s: %s", lib, strerror(-err));
 	}
 	return 0;
 }

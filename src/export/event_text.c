@@ -174,6 +174,21 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 			(uint64_t)e->tx_bytes, (uint64_t)e->rx_bytes, e->max_mbps);
 		break;
 	}
+	case RT_EV_ZMQ_MSG: {
+		const struct rt_ev_zmq_msg *e = (const void *)ev;
+
+		fprintf(f,
+			" %s sock=%#" PRIx64 " msg=%#" PRIx64 " frame=%u off=%u len=%u flags=%#x"
+			" enter=%" PRIu64 " ",
+			e->dir == RT_ZMQ_SEND ? "send" :
+			e->dir == RT_ZMQ_RECV ? "recv" :
+						"?",
+			(uint64_t)e->socket, (uint64_t)e->msg, e->frame_len, e->offset, e->len,
+			e->flags, (uint64_t)e->enter_ns);
+		if (sizeof(*e) + (size_t)e->len <= ev->size)
+			bytes(f, e->data, e->len, 120);
+		break;
+	}
 	case RT_EV_LOSS: {
 		const struct rt_ev_loss *e = (const void *)ev;
 

@@ -264,8 +264,31 @@ static bool is_observed(const struct rt_event_hdr *ev)
 	       ev->kind == RT_EV_TARGET;
 }
 
+/*
+ * A ZeroMQ frame (an engine's own messages: prompts, token ids) has no
+ * parser here to say what is safe: every byte is masked, the length kept.
+ * A malformed one is wiped past its fixed part.
+ */
+static int mask_zmq(struct rt_redactor *r, struct rt_event_hdr *ev)
+{
+	struct rt_ev_zmq_msg *z = (struct rt_ev_zmq_msg *)ev;
+
+	if (rt_event_check(ev, ev->size, NULL)) {
+		r->st.invalid++;
+		if (ev->size > sizeof(*z))
+			memset(z->data, 0, ev->size - sizeof(*z));
+		return -EINVAL;
+	}
+	memset(z->data, RT_REDACT_MASK, z->len);
+	r->st.records++;
+	r->st.bytes += z->len;
+	return 0;
+}
+
 int rt_redactor__apply(struct rt_redactor *r, struct rt_event_hdr *ev)
 {
+	if (ev->kind == RT_EV_ZMQ_MSG)
+		return mask_zmq(r, ev);
 	if (!is_io(ev) && !is_observed(ev))
 		return 0;
 	if (rt_event_check(ev, ev->size, NULL)) {
@@ -284,7 +307,7 @@ int rt_redactor__apply(struct rt_redactor *r, struct rt_event_hdr *ev)
 
 const struct rt_event_hdr *rt_redactor__redact(struct rt_redactor *r, const struct rt_event_hdr *ev)
 {
-	if (!is_io(ev)) {
+	if (!is_io(ev) && ev->kind != RT_EV_ZMQ_MSG) {
 		if (is_observed(ev) && !rt_event_check(ev, ev->size, NULL))
 			observe(r, ev);
 		return ev;

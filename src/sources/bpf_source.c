@@ -81,6 +81,8 @@ static size_t min_size(unsigned int kind)
 		return sizeof(struct rt_ev_cuda_api);
 	case RT_EV_NCCL_ENTER:
 		return sizeof(struct rt_ev_nccl);
+	case RT_EV_ZMQ_MSG:
+		return sizeof(struct rt_ev_zmq_msg);
 	case RT_EV_LOSS:
 		return sizeof(struct rt_ev_loss);
 	default:
@@ -101,6 +103,10 @@ static bool valid_record(const struct rt_event_hdr *h, size_t size)
 		return false;
 	if (h->kind == RT_EV_SOCK_RECV || h->kind == RT_EV_SOCK_SEND)
 		return sizeof(*io) + (size_t)io->head_len + io->tail_len <= h->size;
+	if (h->kind == RT_EV_ZMQ_MSG)
+		return sizeof(struct rt_ev_zmq_msg) +
+			       (size_t)((const struct rt_ev_zmq_msg *)h)->len <=
+		       h->size;
 	return true;
 }
 
@@ -515,6 +521,7 @@ void rt_bpf_source__free(struct rt_bpf_source *s)
 		return;
 	rt_bpf_detach_all(s);
 	rt_bpf_gpu_free(s);
+	rt_bpf_zmq_free(s);
 	ring_buffer__free(s->rb);
 	if (s->cons_pos)
 		munmap((void *)s->cons_pos, s->page_size);

@@ -28,6 +28,8 @@ static struct rt_event_hdr *make(unsigned int kind)
 		io->syscall = RT_SYS_READ;
 	if (kind >= RT_EV_GPU_KERNEL && kind <= RT_EV_GPU_SYNC)
 		((struct rt_ev_gpu_kernel *)ev)->end_ns = 2000; /* end_ns at the same offset */
+	if (kind == RT_EV_ZMQ_MSG)
+		((struct rt_ev_zmq_msg *)ev)->dir = RT_ZMQ_SEND;
 	return ev;
 }
 
@@ -59,7 +61,7 @@ static void test_kind_table(void **state)
 		assert_true(rt_event_min_size(k) >= sizeof(struct rt_event_hdr));
 		assert_int_equal(rt_event_min_size(k) % RT_EVENT_ALIGN, 0);
 	}
-	assert_int_equal(known, 36); /* PACK_CALL: the parallel regions of compute pools */
+	assert_int_equal(known, 37); /* PACK_CALL (compute pools' regions), ZMQ_MSG */
 	assert_int_equal(rt_event_min_size(RT_EV_SCHED_SWITCH), sizeof(struct rt_ev_sched_switch));
 	assert_int_equal(rt_event_min_size(RT_EV_SOCK_SEND), sizeof(struct rt_ev_sock_io));
 	assert_int_equal(rt_event_min_size(RT_EV_TRACE_END), sizeof(struct rt_ev_trace_end));
@@ -207,6 +209,52 @@ static void test_sock_io(void **state)
 	expect_fault(&io->hdr, offsetof(struct rt_ev_sock_io, enter_ns), "after ts");
 }
 
+static void test_zmq_msg(void **state)
+{
+	struct rt_ev_zmq_msg *z = (void *)make(RT_EV_ZMQ_MSG);
+
+	(void)state;
+	assert_string_equal(rt_event_kind_name(RT_EV_ZMQ_MSG), "ZMQ_MSG");
+	/* the second chunk of a 20 000-byte frame cut at the bound */
+	z->frame_len = 20000;
+	z->offset = RT_ZMQ_CHUNK_MAX;
+	z->len = RT_ZMQ_CHUNK_MAX;
+	z->flags = RT_ZMQ_CUT | RT_ZMQ_MORE;
+	z->dir = RT_ZMQ_RECV;
+	z->enter_ns = 900;
+	z->hdr.size = sizeof(*z) + RT_ZMQ_CHUNK_MAX;
+	assert_int_equal(rt_event_check(&z->hdr, z->hdr.size, NULL), 0);
+
+	z->hdr.size = sizeof(*z) + RT_ZMQ_CHUNK_MAX - 8; /* data does not fit */
+	expect_fault(&z->hdr, offsetof(struct rt_ev_zmq_msg, len), "exceeds record size");
+	z->hdr.size = sizeof(*z) + RT_ZMQ_CHUNK_MAX;
+	z->len = RT_ZMQ_CHUNK_MAX + 1;
+	expect_fault(&z->hdr, offsetof(struct rt_ev_zmq_msg, len), "len 4097 out of range");
+	z->len = RT_ZMQ_CHUNK_MAX;
+	z->frame_len = 2 * RT_ZMQ_CHUNK_MAX - 1; /* the chunk passes the frame's end */
+	expect_fault(&z->hdr, offsetof(struct rt_ev_zmq_msg, offset), "exceed frame_len");
+	z->frame_len = 100000;
+	z->offset = RT_ZMQ_CAP_MAX - 8; /* ... or the capture bound */
+	expect_fault(&z->hdr, offsetof(struct rt_ev_zmq_msg, offset), "capture bound");
+	z->offset = RT_ZMQ_CAP_MAX - RT_ZMQ_CHUNK_MAX;
+	assert_int_equal(rt_event_check(&z->hdr, z->hdr.size, NULL), 0);
+	z->dir = 0;
+	expect_fault(&z->hdr, offsetof(struct rt_ev_zmq_msg, dir), "dir 0 unknown");
+	z->dir = RT_ZMQ_RECV + 1;
+	expect_fault(&z->hdr, offsetof(struct rt_ev_zmq_msg, dir), "unknown");
+	z->dir = RT_ZMQ_SEND;
+	z->flags = 0x10;
+	expect_fault(&z->hdr, offsetof(struct rt_ev_zmq_msg, flags), "flags 16 out of range");
+	z->flags = 0;
+	z->enter_ns = z->hdr.ts_ns + 1;
+	expect_fault(&z->hdr, offsetof(struct rt_ev_zmq_msg, enter_ns), "after ts");
+	/* an empty frame: one record, no bytes */
+	z->enter_ns = z->hdr.ts_ns;
+	z->frame_len = z->offset = z->len = 0;
+	z->hdr.size = sizeof(*z);
+	assert_int_equal(rt_event_check(&z->hdr, z->hdr.size, NULL), 0);
+}
+
 static void test_enums_and_intervals(void **state)
 {
 	struct rt_ev_sched_switch *sw = (void *)make(RT_EV_SCHED_SWITCH);
@@ -271,13 +319,10 @@ static void test_enums_and_intervals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kind_table),
-		cmocka_unit_test(test_every_kind_valid),
-		cmocka_unit_test(test_header_faults),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_strings),
-		cmocka_unit_test(test_sock_io),
-		cmocka_unit_test(test_enums_and_intervals),
+		cmocka_unit_test(test_kind_table),    cmocka_unit_test(test_every_kind_valid),
+		cmocka_unit_test(test_header_faults), cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_strings),	      cmocka_unit_test(test_sock_io),
+		cmocka_unit_test(test_zmq_msg),	      cmocka_unit_test(test_enums_and_intervals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

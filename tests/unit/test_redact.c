@@ -1064,6 +1064,45 @@ static void test_bad_records(void **state)
 	free(io);
 }
 
+/* A ZeroMQ frame's bytes are masked whole, its length and fields kept. */
+static void test_zmq_masked(void **state)
+{
+	static const char secret[] = "PROMPTSECRET engine request";
+	size_t n = sizeof(secret) - 1, size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_zmq_msg) + n);
+	struct rt_ev_zmq_msg *z = (void *)rec_alloc(size);
+	struct rt_redactor *r = rt_redactor__new(NULL);
+	const struct rt_ev_zmq_msg *out;
+	struct rt_redactor_stats st;
+	size_t i;
+
+	(void)state;
+	z->hdr.kind = RT_EV_ZMQ_MSG;
+	z->hdr.size = (uint16_t)size;
+	z->hdr.ts_ns = 2000;
+	z->enter_ns = 1000;
+	z->dir = RT_ZMQ_SEND;
+	z->frame_len = z->len = (uint16_t)n;
+	memcpy(z->data, secret, n);
+	out = (const void *)rt_redactor__redact(r, &z->hdr);
+	assert_non_null(out);
+	assert_ptr_not_equal(out, z); /* a copy: the caller's record is untouched */
+	assert_int_equal(out->len, n);
+	assert_int_equal(out->frame_len, n);
+	for (i = 0; i < n; i++)
+		assert_int_equal(out->data[i], RT_REDACT_MASK);
+	assert_memory_equal(z->data, secret, n);
+	rt_redactor__stats(r, &st);
+	assert_int_equal(st.records, 1);
+	assert_int_equal(st.bytes, n);
+	/* a length past the record: nothing of it is written */
+	z->len = 4000;
+	assert_null(rt_redactor__redact(r, &z->hdr));
+	assert_int_equal(rt_redactor__apply(r, &z->hdr), -EINVAL);
+	assert_false(has((void *)z, size, "PROMPTSECRET"));
+	rt_redactor__free(r);
+	free(z);
+}
+
 /* What a redaction costs per record: the chat stream, 200 times on one connection. */
 static void test_cost(void **state)
 {
@@ -1116,6 +1155,7 @@ int main(void)
 		cmocka_unit_test(test_table_bound),
 		cmocka_unit_test(test_unknown_streams),
 		cmocka_unit_test(test_bad_records),
+		cmocka_unit_test(test_zmq_masked),
 		cmocka_unit_test(test_conversations_whole),
 		cmocka_unit_test(test_conversations_every_split),
 		cmocka_unit_test(test_conversations_gaps),

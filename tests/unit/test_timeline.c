@@ -105,9 +105,10 @@ static void wake(uint64_t ts, uint32_t waker, uint32_t target)
 }
 
 /* I/O of tid on fd, blocked from enter to ts */
-static void io(uint16_t kind, uint64_t enter, uint64_t ts, uint32_t tid, int fd, const char *data)
+static void io_n(uint16_t kind, uint64_t enter, uint64_t ts, uint32_t tid, int fd, const char *data,
+		 size_t len)
 {
-	size_t len = strlen(data), size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
+	size_t size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
 	struct rt_ev_sock_io *e = calloc(1, size);
 
 	assert_non_null(e);
@@ -123,6 +124,11 @@ static void io(uint16_t kind, uint64_t enter, uint64_t ts, uint32_t tid, int fd,
 	memcpy(e->data, data, len);
 	rt_correlator__event(c, &e->hdr, false);
 	free(e);
+}
+
+static void io(uint16_t kind, uint64_t enter, uint64_t ts, uint32_t tid, int fd, const char *data)
+{
+	io_n(kind, enter, ts, tid, fd, data, strlen(data));
 }
 
 static void conn(uint16_t kind, uint64_t ts, uint32_t tid, int fd)
@@ -416,6 +422,82 @@ static void test_overlapping_waits_count_once(void **state)
 			 (T0 + 20 * MS - US - received) - 3 * MS);
 }
 
+/* libzmq's first write on a connection: the 10-byte ZMTP signature alone */
+static const char zmtp_sig[10] = { '\xff', 0, 0, 0, 0, 0, 0, 0, 1, '\x7f' };
+
+/*
+ * A ZeroMQ connection (vLLM's engine to its API server) is plumbing, not a
+ * peer: a blocked read on it is no comm wait, whichever side's greeting
+ * the probes saw first. `recv_first`: the peer's greeting is read before
+ * ours is written.
+ */
+static void zmtp_case(bool recv_first)
+{
+	const uint64_t received = T0 + MS, blocked = T0 + 3 * MS, answer = T0 + 20 * MS;
+	struct rt_correlator_stats st;
+	char greet[11];
+
+	memcpy(greet, zmtp_sig, sizeof(zmtp_sig));
+	greet[10] = 3; /* major version, written once the peer's signature came */
+	sw(T0, 0, 0, ENGINE);
+	conn(RT_EV_SOCK_CONNECT, T0 + 10 * US, ENGINE, 9);
+	if (recv_first) {
+		io_n(RT_EV_SOCK_RECV, T0 + 12 * US, T0 + 13 * US, ENGINE, 9, greet, sizeof(greet));
+		io(RT_EV_SOCK_SEND, T0 + 19 * US, T0 + 20 * US, ENGINE, 9, "\x01\x02peer");
+	} else {
+		io_n(RT_EV_SOCK_SEND, T0 + 19 * US, T0 + 20 * US, ENGINE, 9, zmtp_sig,
+		     sizeof(zmtp_sig));
+	}
+	sw(T0 + 30 * US, ENGINE, RT_TASK_BLOCKED, 0);
+
+	sw(received - 20 * US, 0, 0, HANDLER);
+	request(received);
+	wake(received + 10 * US, HANDLER, ENGINE);
+	sw(received + 20 * US, HANDLER, RT_TASK_BLOCKED, ENGINE);
+	io(RT_EV_SOCK_RECV, blocked, blocked + 2 * MS, ENGINE, 9, "\x03reply");
+	wake(blocked + 2 * MS + 10 * US, ENGINE, HANDLER);
+	sw(blocked + 2 * MS + 20 * US, ENGINE, RT_TASK_BLOCKED, 0);
+	respond(answer);
+
+	/* no comm wait at all (null), where a peer would have given 2 ms */
+	assert_true(span.phase_ns[RT_PHASE_COMM_WAIT] == RT_NULL_NS);
+	assert_int_equal(span.phase_source[RT_PHASE_COMM_WAIT], RT_PSRC_NONE);
+	/* the engine's 2 ms blocked on it stay inside pre_first_token */
+	assert_int_equal(span.phase_ns[RT_PHASE_PRE_FIRST_TOKEN], answer - US - received);
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.zmtp_conns, 1);
+	assert_int_equal(st.peer_conns, 0);
+}
+
+static void test_zmtp_not_a_peer(void **state)
+{
+	(void)state;
+	zmtp_case(false);
+}
+
+static void test_zmtp_read_first(void **state)
+{
+	(void)state;
+	zmtp_case(true);
+}
+
+/* The same bytes without the 0x7F that ends the signature: a peer as before. */
+static void test_not_zmtp_is_peer(void **state)
+{
+	struct rt_correlator_stats st;
+	char almost[10];
+
+	(void)state;
+	memcpy(almost, zmtp_sig, sizeof(almost));
+	almost[9] = 0x7e;
+	sw(T0, 0, 0, ENGINE);
+	conn(RT_EV_SOCK_CONNECT, T0 + 10 * US, ENGINE, 9);
+	io_n(RT_EV_SOCK_SEND, T0 + 19 * US, T0 + 20 * US, ENGINE, 9, almost, sizeof(almost));
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.zmtp_conns, 0);
+	assert_int_equal(st.peer_conns, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +506,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_intervals_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_comm_wait_inside, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlapping_waits_count_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zmtp_not_a_peer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zmtp_read_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_zmtp_is_peer, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,13 @@ struct rt_correlator_stats {
 	 * of the previous request on the connection); or used by none (no
 	 * matching read, or the read began no request at its first byte) */
 	uint64_t arrivals_applied, arrivals_refused, arrivals_unused;
+	/* outbound connections judged comm peers (not HTTP), and connections
+	 * that opened with a ZeroMQ (ZMTP) greeting: inter-process plumbing,
+	 * never peers nor clients */
+	uint64_t peer_conns, zmtp_conns;
+	/* ZeroMQ messages assembled from ZMQ_MSG frames, times a stream lost
+	 * its place (a gap, a LOSS), and frames discarded for it */
+	uint64_t zmq_messages, zmq_desyncs, zmq_frames_discarded;
 };
 
 struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts);
