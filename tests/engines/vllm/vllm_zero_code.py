@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Zero-code tracing of the vLLM V1-style two-process test server (vserver.py).
+
+reqtraced traces the API server's pid (its group takes in the engine-core
+child). Completions go through reqtrace-load (sequential, then concurrent);
+chat completions through a small client here. Asserted (what holds today,
+before the vLLM pack): one span per request, keyed by the X-Request-Id, with
+the server's response id (cmpl-<id> / chatcmpl-<id>), the span's TTFT and
+total within 2 ms or 2% of the client's, and the truth log's ids matching the
+spans'. Printed for the lead (not asserted): the phases reqtrace gives today,
+which threads' CPU lands in the spans, how the ZeroMQ ipc connections are
+classified (comm wait, unreadable counters), and the truth's own phases.
+
+usage: vllm_zero_code.py [--record FILE] [--keep-truth FILE]
+"""
+
+import argparse
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
+sys.path.insert(0, HERE)
+import live_common as lc  # noqa: E402
+import truth as tr  # noqa: E402
+
+log, check = lc.log, lc.check
+MAX_TOKENS = 8
+
+
+def chat_one(port, rid, out, lock):
+    body = json.dumps({"model": "toy-vllm", "stream": True, "max_tokens": MAX_TOKENS,
+                       "stream_options": {"include_usage": True},
+                       "messages": [{"role": "user", "content": "tell me about the fox " * 8}]})
+    headers = {"Content-Type": "application/json"}
+    if rid:
+        headers["X-Request-Id"] = rid
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    t0 = time.monotonic_ns()
+    c.request("POST", "/v1/chat/completions", body, headers)
+    r = c.getresponse()
+    ttft, ids, content, done = None, set(), 0, False
+    for line in r:
+        line = line.strip()
+        if not line.startswith(b"data: "):
+            continue
+        data = line[6:]
+        if data == b"[DONE]":
+            done = True
+            continue
+        ev = json.loads(data)
+        ids.add(ev["id"])
+        ch = ev["choices"]
+        if ch and ch[0]["delta"].get("content"):
+            content += 1
+            if ttft is None:
+                ttft = time.monotonic_ns()
+    t1 = time.monotonic_ns()
+    c.close()
+    with lock:
+        out.append({"id": rid, "start_ns": t0, "end_ns": t1, "ttft_ms": (ttft - t0) / 1e6,
+                    "total_ms": (t1 - t0) / 1e6, "response_ids": sorted(ids),
+                    "content_events": content, "done": done, "status": r.status})
+
+
+def chat_load(port, ids, concurrency):
+    out, lock, todo = [], threading.Lock(), list(ids)
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                rid = todo.pop(0)
+            chat_one(port, rid, out, lock)
+
+    ths = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    return out
+
+
+def close(a, b):
+    return abs(a - b) <= max(2.0, 0.02 * abs(b))
+
+
+def compare(spans_by_id, client, what):
+    bad, missing = [], []
+    for c in client:
+        s = spans_by_id.get(c["id"])
+        if s is None:
+            missing.append(c["id"])
+            continue
+        total = c.get("total_ms")
+        if not close(s["duration_ms"], total) or s["ttft_ms"] is None or \
+                not close(s["ttft_ms"], c["ttft_ms"]):
+            bad.append((c["id"], round(s["duration_ms"], 3), round(total, 3),
+                        s["ttft_ms"] and round(s["ttft_ms"], 3), round(c["ttft_ms"], 3)))
+    check(not missing, "%s: every request has a span (missing %s)" % (what, missing[:5]))
+    check(not bad, "%s: span TTFT and total within 2 ms or 2%% of the client's "
+          "(%d requests; off: id, span total, client total, span ttft, client ttft: %s)"
+          % (what, len(client), bad[:5]))
+    errs = sorted(abs(spans_by_id[c["id"]]["duration_ms"] - c["total_ms"]) for c in client
+                  if c["id"] in spans_by_id)
+    if errs:
+        log("info: %s |span total - client total| ms: median %.3f max %.3f"
+            % (what, errs[len(errs) // 2], errs[-1]))
+
+
+def truth_phases(tlog):
+    """The truth's own phases per request (ms), printed for the lead."""
+    rows = []
+    for rid, r in sorted(tlog.items()):
+        e = r["events"]
+        try:
+            rows.append({
+                "rid": rid, "http_id": r.get("http_id"),
+                "tokenize_wait": (e["tokenize_start"][0] - e["tokenize_enqueue"][0]) / 1e6,
+                "tokenize": (e["tokenize_end"][0] - e["tokenize_start"][0]) / 1e6,
+                "tokenize_cpu": r["tokenize_cpu_ns"] / 1e6, "batch": r.get("tokenize_batch"),
+                "to_engine": (e["engine_recv"][0] - e["handed"][0]) / 1e6,
+                "engine_queue": (e["scheduled"][0] - e["queued"][0]) / 1e6,
+                "prefill": (e["first_output"][0] - e["scheduled"][0]) / 1e6,
+                "decode": (e["output"][-1] - e["first_output"][0]) / 1e6 if "output" in e else 0,
+                "detok_cpu": r["detok_cpu_ns"] / 1e6,
+                "out_to_sse": (e["sse_write"][0] - e["first_output"][0]) / 1e6,
+            })
+        except KeyError:
+            continue
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--record", default="")
+    ap.add_argument("--keep-truth", default="")
+    a = ap.parse_args()
+    lc.require_root()
+    d = tempfile.mkdtemp(prefix="rt-vllm-")
+    tpath = a.keep_truth or os.path.join(d, "truth.jsonl")
+    if os.path.exists(tpath):
+        os.unlink(tpath)
+    srv = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "vserver.py"), "--port", "0",
+                            "--truth", tpath, "--log-stats", "--force-include-usage"],
+                           stdout=subprocess.PIPE, text=True)
+    port = int(srv.stdout.readline().strip().rsplit(":", 1)[1])
+    engine = int(srv.stdout.readline().split()[2])
+    log("server: api pid %d, engine pid %d, port %d" % (srv.pid, engine, port))
+    args = ["--pid", str(srv.pid)]
+    if a.record:
+        args += ["--record", os.path.abspath(a.record)]
+    daemon = lc.Daemon(args)
+    try:
+        seq, r1 = lc.run_load(port, "--concurrency", 1, "--requests", 6, "--stream",
+                              "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
+                              "--id-prefix", "vseq-")
+        par, r2 = lc.run_load(port, "--concurrency", 4, "--requests", 12, "--stream",
+                              "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
+                              "--id-prefix", "vpar-")
+        chat = chat_load(port, ["vchat-%d" % i for i in range(4)], 1)
+        chat += chat_load(port, ["vchatp-%d" % i for i in range(6)], 3)
+        anon = chat_load(port, [None], 1)
+        check(r1.returncode == 0 and r2.returncode == 0 and all(
+            c["status"] == 200 and c["done"] and c["content_events"] == MAX_TOKENS
+            for c in chat + anon), "the server answered every request in full")
+        ids = {x["id"] for x in seq + par + chat}
+        spans = daemon.wait_spans(0, ids=ids)
+        by_id = {}
+        for s in spans:
+            by_id.setdefault(s["request_id"], []).append(s)
+        check(all(len(by_id.get(i, [])) == 1 for i in ids),
+              "exactly one span per request id (%d ids)" % len(ids))
+        one = {k: v[0] for k, v in by_id.items()}
+        check(len(spans) == len(ids) + 1, "no span from the ZeroMQ hop: %d spans for %d HTTP "
+              "requests" % (len(spans), len(ids) + 1))
+        compare(one, seq, "completions sequential")
+        compare(one, par, "completions concurrent x4")
+        compare(one, chat, "chat")
+        bad = [(i, one[i].get("response_id")) for i in ids if i in one and
+               one[i].get("response_id") not in ("cmpl-" + i, "chatcmpl-" + i)]
+        check(not bad, "each span's response_id is the server's cmpl-<id>/chatcmpl-<id> (off: %s)"
+              % bad[:5])
+        srv.terminate()
+        srv.wait(10)
+        tlog = tr.merge(tr.read(tpath))
+        by_http = {}
+        for rid, r in tlog.items():
+            by_http.setdefault(r.get("http_id"), []).append(rid)
+        ok = all(len(by_http.get(i, [])) == 1 for i in ids)
+        ok = ok and all(by_http[i][0].startswith(one[i]["response_id"] + ("-0-" if i.startswith(
+            "vseq") or i.startswith("vpar") else "-")) for i in ids)
+        check(ok, "the truth's engine request ids are <response_id>[-i]-<8 hex> for every span")
+        anon_span = [s for s in spans if s["request_id"] not in ids]
+        log("info: request without X-Request-Id: span request_id %s, response_id %s; truth %s"
+            % (anon_span and anon_span[0]["request_id"], anon_span and
+               anon_span[0].get("response_id"), by_http.get(None)))
+        # what is visible today, for the lead
+        st = daemon.status()
+        log("info: targets %s" % json.dumps(st.get("targets"))[:1500])
+        log("info: correlator %s" % json.dumps(st.get("correlator")))
+        tids = {}
+        for p in (srv.pid, engine):
+            try:
+                for t in os.listdir("/proc/%d/task" % p):
+                    tids[int(t)] = p
+            except OSError:
+                pass
+        for s in sorted(spans, key=lambda s: s["start_ns"])[:3] + [one.get("vpar-5")]:
+            if not s:
+                continue
+            log("info: span %s phases %s source %s" % (s["request_id"], json.dumps(s["phases"]),
+                                                       json.dumps(s["phase_source"])))
+            log("info:   cpu threads %s" % json.dumps([(t["tid"], t["comm"], t["on_cpu_ms"],
+                                                        t.get("shared"))
+                                                       for t in s["cpu"]["threads"]]))
+        cw = [s["phases"].get("comm_wait_ms") for s in spans]
+        log("info: comm_wait_ms over spans (ZeroMQ ipc as comm peers?): %s" % cw)
+        rows = truth_phases(tlog)
+        for r in rows[:6]:
+            log("info: truth %s" % json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
+                                               for k, v in r.items()}))
+    finally:
+        if srv.poll() is None:
+            srv.terminate()
+            srv.wait(10)
+        daemon.stop()
+    lc.finish()
+
+
+if __name__ == "__main__":
+    main()
