@@ -12,7 +12,11 @@ spans'. Printed for the lead (not asserted): the phases reqtrace gives today,
 which threads' CPU lands in the spans, how the ZeroMQ ipc connections are
 classified (comm wait, unreadable counters), and the truth's own phases.
 
-usage: vllm_zero_code.py [--record FILE] [--keep-truth FILE]
+usage: vllm_zero_code.py [--fixture DIR]
+--fixture DIR: a short run (8 requests) recorded for replay tests: writes
+DIR/vllm-zero.rtrace, DIR/vllm-zero.requests.json (each request's id, the
+server's response id and engine id, the client's TTFT/total) and
+DIR/vllm-zero.server-truth.jsonl (the server's own truth log).
 """
 
 import argparse
@@ -139,14 +143,28 @@ def truth_phases(tlog):
     return rows
 
 
+def write_fixture(fdir, tpath, comp, chat, one, by_http):
+    rows = []
+    for kind, lst in (("completions", comp), ("chat", chat)):
+        for c in lst:
+            rows.append({"id": c["id"], "kind": kind, "response_id": one[c["id"]]["response_id"],
+                         "engine_request_id": by_http[c["id"]][0],
+                         "client_ttft_ms": round(c["ttft_ms"], 3),
+                         "client_total_ms": round(c["total_ms"], 3)})
+    with open(os.path.join(fdir, "vllm-zero.requests.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+        f.write("\n")
+    with open(tpath) as src, open(os.path.join(fdir, "vllm-zero.server-truth.jsonl"), "w") as dst:
+        dst.write(src.read())
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--record", default="")
-    ap.add_argument("--keep-truth", default="")
+    ap.add_argument("--fixture", default="")
     a = ap.parse_args()
     lc.require_root()
     d = tempfile.mkdtemp(prefix="rt-vllm-")
-    tpath = a.keep_truth or os.path.join(d, "truth.jsonl")
+    tpath = os.path.join(d, "truth.jsonl")
     if os.path.exists(tpath):
         os.unlink(tpath)
     srv = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "vserver.py"), "--port", "0",
@@ -156,19 +174,25 @@ def main():
     engine = int(srv.stdout.readline().split()[2])
     log("server: api pid %d, engine pid %d, port %d" % (srv.pid, engine, port))
     args = ["--pid", str(srv.pid)]
-    if a.record:
-        args += ["--record", os.path.abspath(a.record)]
+    if a.fixture:
+        os.makedirs(a.fixture, exist_ok=True)
+        rec = os.path.join(os.path.abspath(a.fixture), "vllm-zero.rtrace")
+        if os.path.exists(rec):
+            os.unlink(rec)
+        args += ["--record", rec]
     daemon = lc.Daemon(args)
+    n_seq, n_par, n_chat, n_chatp = (3, 3, 1, 1) if a.fixture else (6, 12, 4, 6)
     try:
-        seq, r1 = lc.run_load(port, "--concurrency", 1, "--requests", 6, "--stream",
+        seq, r1 = lc.run_load(port, "--concurrency", 1, "--requests", n_seq, "--stream",
                               "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
                               "--id-prefix", "vseq-")
-        par, r2 = lc.run_load(port, "--concurrency", 4, "--requests", 12, "--stream",
-                              "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
+        par, r2 = lc.run_load(port, "--concurrency", 3 if a.fixture else 4, "--requests", n_par,
+                              "--stream", "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
                               "--id-prefix", "vpar-")
-        chat = chat_load(port, ["vchat-%d" % i for i in range(4)], 1)
-        chat += chat_load(port, ["vchatp-%d" % i for i in range(6)], 3)
-        anon = chat_load(port, [None], 1)
+        seq, par = ([dict(x, id=x["request_id"]) for x in lst] for lst in (seq, par))
+        chat = chat_load(port, ["vchat-%d" % i for i in range(n_chat)], 1)
+        chat += chat_load(port, ["vchatp-%d" % i for i in range(n_chatp)], 3)
+        anon = [] if a.fixture else chat_load(port, [None], 1)
         check(r1.returncode == 0 and r2.returncode == 0 and all(
             c["status"] == 200 and c["done"] and c["content_events"] == MAX_TOKENS
             for c in chat + anon), "the server answered every request in full")
@@ -180,8 +204,8 @@ def main():
         check(all(len(by_id.get(i, [])) == 1 for i in ids),
               "exactly one span per request id (%d ids)" % len(ids))
         one = {k: v[0] for k, v in by_id.items()}
-        check(len(spans) == len(ids) + 1, "no span from the ZeroMQ hop: %d spans for %d HTTP "
-              "requests" % (len(spans), len(ids) + 1))
+        check(len(spans) == len(ids) + len(anon), "no span from the ZeroMQ hop: %d spans for %d "
+              "HTTP requests" % (len(spans), len(ids) + len(anon)))
         compare(one, seq, "completions sequential")
         compare(one, par, "completions concurrent x4")
         compare(one, chat, "chat")
@@ -203,6 +227,8 @@ def main():
         log("info: request without X-Request-Id: span request_id %s, response_id %s; truth %s"
             % (anon_span and anon_span[0]["request_id"], anon_span and
                anon_span[0].get("response_id"), by_http.get(None)))
+        if a.fixture:
+            write_fixture(a.fixture, tpath, seq + par, chat, one, by_http)
         # what is visible today, for the lead
         st = daemon.status()
         log("info: targets %s" % json.dumps(st.get("targets"))[:1500])
