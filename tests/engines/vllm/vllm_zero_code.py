@@ -110,14 +110,35 @@ def compare(spans_by_id, client, what):
             bad.append((c["id"], round(s["duration_ms"], 3), round(total, 3),
                         s["ttft_ms"] and round(s["ttft_ms"], 3), round(c["ttft_ms"], 3)))
     check(not missing, "%s: every request has a span (missing %s)" % (what, missing[:5]))
-    check(not bad, "%s: span TTFT and total within 2 ms or 2%% of the client's "
-          "(%d requests; off: id, span total, client total, span ttft, client ttft: %s)"
-          % (what, len(client), bad[:5]))
+    # The client shares two cores with both server processes and the daemon: a
+    # client thread woken late shifts its own TTFT. One request in ten may miss
+    # (all printed); the server-side instants are checked strictly (against_truth).
+    check(len(bad) * 10 <= len(client), "%s: span TTFT and total within 2 ms or 2%% of the "
+          "client's for 90%% of %d requests (off: id, span total, client total, span ttft, "
+          "client ttft: %s)" % (what, len(client), bad))
     errs = sorted(abs(spans_by_id[c["id"]]["duration_ms"] - c["total_ms"]) for c in client
                   if c["id"] in spans_by_id)
     if errs:
         log("info: %s |span total - client total| ms: median %.3f max %.3f"
             % (what, errs[len(errs) // 2], errs[-1]))
+
+
+def against_truth(one, tlog, ids):
+    """The span's first-token and end instants against the server's own log: the
+    first content SSE write (truth taken right after the write returned) and the
+    end (after the last write). Holds whatever the client's scheduling."""
+    bad = []
+    for rid, r in tlog.items():
+        h = r.get("http_id")
+        if h not in ids or h not in one:
+            continue
+        s, e = one[h], r["events"]
+        d1 = (e["sse_write"][0] - s["first_token_ns"]) / 1e6
+        d2 = (e["end"][0] - s["end_ns"]) / 1e6
+        if not (-0.05 <= d1 <= 2.0 and -0.05 <= d2 <= 2.0):
+            bad.append((h, round(d1, 3), round(d2, 3)))
+    check(not bad, "every span's first_token_ns and end_ns within 2 ms before the server's "
+          "own first SSE write / end (off: id, ms, ms: %s)" % bad[:6])
 
 
 def truth_phases(tlog):
@@ -180,6 +201,9 @@ def main():
         if os.path.exists(rec):
             os.unlink(rec)
         args += ["--record", rec]
+    # before tracing: the Python client's first request pays imports, the
+    # server's first request starts its executor thread
+    chat_load(port, ["warmup"], 1)
     daemon = lc.Daemon(args)
     n_seq, n_par, n_chat, n_chatp = (3, 3, 1, 1) if a.fixture else (6, 12, 4, 6)
     try:
@@ -190,14 +214,14 @@ def main():
                               "--stream", "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
                               "--id-prefix", "vpar-")
         seq, par = ([dict(x, id=x["request_id"]) for x in lst] for lst in (seq, par))
+        anon = [] if a.fixture else chat_load(port, [None], 1)
         chat = chat_load(port, ["vchat-%d" % i for i in range(n_chat)], 1)
         chat += chat_load(port, ["vchatp-%d" % i for i in range(n_chatp)], 3)
-        anon = [] if a.fixture else chat_load(port, [None], 1)
         check(r1.returncode == 0 and r2.returncode == 0 and all(
             c["status"] == 200 and c["done"] and c["content_events"] == MAX_TOKENS
             for c in chat + anon), "the server answered every request in full")
         ids = {x["id"] for x in seq + par + chat}
-        spans = daemon.wait_spans(0, ids=ids)
+        spans = daemon.wait_spans(len(ids) + len(anon))
         by_id = {}
         for s in spans:
             by_id.setdefault(s["request_id"], []).append(s)
@@ -213,9 +237,16 @@ def main():
                one[i].get("response_id") not in ("cmpl-" + i, "chatcmpl-" + i)]
         check(not bad, "each span's response_id is the server's cmpl-<id>/chatcmpl-<id> (off: %s)"
               % bad[:5])
+        st = daemon.status()
+        tids = {}
+        for p in (srv.pid, engine):
+            for t in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/comm" % (p, t)) as f:
+                    tids[int(t)] = ("api" if p == srv.pid else "engine", f.read().strip())
         srv.terminate()
         srv.wait(10)
         tlog = tr.merge(tr.read(tpath))
+        against_truth(one, tlog, ids)
         by_http = {}
         for rid, r in tlog.items():
             by_http.setdefault(r.get("http_id"), []).append(rid)
@@ -230,16 +261,9 @@ def main():
         if a.fixture:
             write_fixture(a.fixture, tpath, seq + par, chat, one, by_http)
         # what is visible today, for the lead
-        st = daemon.status()
         log("info: targets %s" % json.dumps(st.get("targets"))[:1500])
         log("info: correlator %s" % json.dumps(st.get("correlator")))
-        tids = {}
-        for p in (srv.pid, engine):
-            try:
-                for t in os.listdir("/proc/%d/task" % p):
-                    tids[int(t)] = p
-            except OSError:
-                pass
+        log("info: threads %s" % json.dumps(sorted(tids.items())))
         for s in sorted(spans, key=lambda s: s["start_ns"])[:3] + [one.get("vpar-5")]:
             if not s:
                 continue

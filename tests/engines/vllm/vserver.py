@@ -234,8 +234,9 @@ class ApiServer:
                "lora_request": None, "cache_salt": None, "data_parallel_rank": None,
                "external_req_id": external}
         payload = vmsg.encode_request(req)
+        t0 = time.monotonic_ns()
         await self.input.send_multipart([self.identity, vmsg.ADD, payload], copy=False)
-        self.tl.ev(rid, "handed", time.monotonic_ns(), tid=threading.get_native_id(),
+        self.tl.ev(rid, "handed", t0, done=time.monotonic_ns(), tid=threading.get_native_id(),
                    bytes=len(payload))
 
     async def send_abort(self, rids):
