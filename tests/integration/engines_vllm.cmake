@@ -13,3 +13,7 @@ rt_script_test(vllm_zero_code LABEL root TIMEOUT 300
 	COMMAND ${RT_VLLM_PYTHON} ${rt_vllm}/vllm_zero_code.py)
 # TTFT/total against the client to 2 ms: nothing else may steal a core meanwhile
 set_tests_properties(vllm_zero_code PROPERTIES RUN_SERIAL TRUE)
+# the committed recording (tests/fixtures/vllm, re-record with
+# vllm_zero_code.py --fixture tests/fixtures/vllm) replayed without the server
+rt_script_test(vllm_replay LABEL unit TIMEOUT 120
+	COMMAND ${RT_VLLM_PYTHON} ${rt_vllm}/replay_vllm.py)

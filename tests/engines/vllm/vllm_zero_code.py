@@ -175,8 +175,11 @@ def write_fixture(fdir, tpath, comp, chat, one, by_http):
     with open(os.path.join(fdir, "vllm-zero.requests.json"), "w") as f:
         json.dump(rows, f, indent=1)
         f.write("\n")
-    with open(tpath) as src, open(os.path.join(fdir, "vllm-zero.server-truth.jsonl"), "w") as dst:
-        dst.write(src.read())
+    lines = tr.read(tpath)
+    warm = {d["rid"] for d in lines if d.get("http_id") == "warmup"}
+    with open(os.path.join(fdir, "vllm-zero.server-truth.jsonl"), "w") as f:
+        f.write("".join(json.dumps(d, separators=(",", ":")) + "\n" for d in lines
+                        if d["rid"] not in warm))
 
 
 def main():
