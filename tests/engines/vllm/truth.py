@@ -41,11 +41,16 @@ def merge(lines):
     for d in lines:
         r = out.setdefault(d["rid"], {"events": {}, "tokenize_cpu_ns": 0, "detok_cpu_ns": 0})
         r["events"].setdefault(d["ev"], []).append(d["ns"])
+        if "start" in d and d["ev"] in ("sse_write", "end"):
+            r.setdefault("brackets", {}).setdefault(d["ev"], []).append((d["start"], d["ns"]))
         if "http_id" in d:
             r["http_id"] = d["http_id"]
         if d["ev"] == "tokenize_end":
             r["tokenize_cpu_ns"] += d.get("cpu_ns", 0)
             r["tokenize_batch"] = d.get("batch")
+            r["tokenize_tid"] = d.get("tid")
+        if d["ev"] == "sse_write":
+            r["sse_cpu_ns"] = r.get("sse_cpu_ns", 0) + d.get("cpu_ns", 0)
         if d["ev"] == "detok":
             r["detok_cpu_ns"] += d.get("cpu_ns", 0)
     return out

@@ -97,7 +97,7 @@ def close(a, b):
     return abs(a - b) <= max(2.0, 0.02 * abs(b))
 
 
-def compare(spans_by_id, client, what):
+def compare(spans_by_id, client, what, strict=True):
     bad, missing = [], []
     for c in client:
         s = spans_by_id.get(c["id"])
@@ -109,13 +109,21 @@ def compare(spans_by_id, client, what):
                 not close(s["ttft_ms"], c["ttft_ms"]):
             bad.append((c["id"], round(s["duration_ms"], 3), round(total, 3),
                         s["ttft_ms"] and round(s["ttft_ms"], 3), round(c["ttft_ms"], 3)))
+    if not strict:
+        log("info: %s: %d of %d requests off the client by more than 2 ms or 2%%: %s"
+            % (what, len(bad), len(client), bad[:6]))
+        return
     check(not missing, "%s: every request has a span (missing %s)" % (what, missing[:5]))
-    # The client shares two cores with both server processes and the daemon: a
-    # client thread woken late shifts its own TTFT. One request in ten may miss
-    # (all printed); the server-side instants are checked strictly (against_truth).
-    check(len(bad) * 10 <= len(client), "%s: span TTFT and total within 2 ms or 2%% of the "
-          "client's for 90%% of %d requests (off: id, span total, client total, span ttft, "
-          "client ttft: %s)" % (what, len(client), bad))
+    # The client shares two cores with both server processes, the daemon and
+    # whatever else runs: a client thread woken late lengthens only its own
+    # numbers. So: the span never later than the client (strict), and within
+    # 2 ms or 2% for all but one request in ten (at least one may miss; all printed).
+    late = [b for b in bad if b[1] > b[2] + 0.5 or (b[3] or 0) > b[4] + 0.5]
+    check(not late, "%s: no span TTFT or total longer than the client's + 0.5 ms (off: %s)"
+          % (what, late))
+    check(len(bad) <= max(1, len(client) // 10), "%s: span TTFT and total within 2 ms or 2%% of "
+          "the client's for all but %d of %d requests (off: id, span total, client total, span "
+          "ttft, client ttft: %s)" % (what, max(1, len(client) // 10), len(client), bad))
     errs = sorted(abs(spans_by_id[c["id"]]["duration_ms"] - c["total_ms"]) for c in client
                   if c["id"] in spans_by_id)
     if errs:
@@ -124,21 +132,68 @@ def compare(spans_by_id, client, what):
 
 
 def against_truth(one, tlog, ids):
-    """The span's first-token and end instants against the server's own log: the
-    first content SSE write (truth taken right after the write returned) and the
-    end (after the last write). Holds whatever the client's scheduling."""
+    """The span's first-token and end instants against the server's own log: each
+    lies inside the server's bracket [before, after] of the write it names (the
+    first content SSE write; the last write). No bound on magnitudes: holds
+    whatever the machine's load."""
     bad = []
     for rid, r in tlog.items():
         h = r.get("http_id")
         if h not in ids or h not in one:
             continue
-        s, e = one[h], r["events"]
-        d1 = (e["sse_write"][0] - s["first_token_ns"]) / 1e6
-        d2 = (e["end"][0] - s["end_ns"]) / 1e6
-        if not (-0.05 <= d1 <= 2.0 and -0.05 <= d2 <= 2.0):
-            bad.append((h, round(d1, 3), round(d2, 3)))
-    check(not bad, "every span's first_token_ns and end_ns within 2 ms before the server's "
-          "own first SSE write / end (off: id, ms, ms: %s)" % bad[:6])
+        s, b = one[h], r["brackets"]
+        f0, f1 = b["sse_write"][0]
+        e0, e1 = b["end"][0]
+        if not (f0 <= s["first_token_ns"] <= f1 and e0 <= s["end_ns"] <= e1):
+            bad.append((h, s["first_token_ns"] - f0, f1 - s["first_token_ns"], s["end_ns"] - e0,
+                        e1 - s["end_ns"]))
+    check(not bad, "every span's first_token_ns and end_ns lie inside the server's own bracket "
+          "of that write (off: id, ns after start, ns before end, same for end: %s)" % bad[:6])
+
+
+def dist(v):
+    v = sorted(v)
+    if not v:
+        return "n=0"
+    return "n=%d median %.3f p90 %.3f max %.3f" % (len(v), v[len(v) // 2],
+                                                  v[min(len(v) - 1, (9 * len(v)) // 10)], v[-1])
+
+
+def baseline(one, tlog, api_pid, groups):
+    """Today's zero-code numbers against the server's truth, per load, printed
+    (the 'Done when' baseline; nothing asserted)."""
+    by_http = {r.get("http_id"): r for r in tlog.values()}
+    for name, ids in groups:
+        tok_err, loop_ratio, pre_err, dec_err, eng = [], [], [], [], []
+        for i in ids:
+            s, r = one.get(i), by_http.get(i)
+            if not s or not r:
+                continue
+            e = r["events"]
+            th = {t["tid"]: t["on_cpu_ms"] for t in s["cpu"]["threads"]}
+            ex_tid = r.get("tokenize_tid")
+            tcpu = r["tokenize_cpu_ns"] / 1e6
+            if ex_tid is not None and tcpu > 0:
+                tok_err.append(100.0 * (th.get(ex_tid, 0.0) - tcpu) / tcpu)
+            known = (r["detok_cpu_ns"] + r.get("sse_cpu_ns", 0)) / 1e6
+            if known > 0:
+                loop_ratio.append(th.get(api_pid, 0.0) / known)
+            pre_t = (e["sse_write"][0] - e["http_first_byte"][0]) / 1e6
+            if s["phases"].get("pre_first_token_ms") is not None:
+                pre_err.append(s["phases"]["pre_first_token_ms"] - pre_t)
+            dec_t = (e["sse_write"][-1] - e["sse_write"][0]) / 1e6
+            if s["phases"].get("decode_ms") is not None:
+                dec_err.append(s["phases"]["decode_ms"] - dec_t)
+            eng.append(sum(v for t, v in th.items() if t not in (api_pid, ex_tid)))
+        log("baseline %s: tokenizer-executor CPU error %% (span thread vs truth share): %s"
+            % (name, dist(tok_err)))
+        log("baseline %s: event-loop CPU in span / truth detok+SSE CPU: %s" % (name, dist(loop_ratio)))
+        log("baseline %s: pre_first_token - truth(first SSE write - request line) ms: %s"
+            % (name, dist(pre_err)))
+        log("baseline %s: decode - truth(last - first SSE write) ms: %s" % (name, dist(dec_err)))
+        log("baseline %s: CPU of other threads (engine, libzmq) in the span ms: %s"
+            % (name, dist(eng)))
+
 
 
 def truth_phases(tlog):
@@ -218,13 +273,24 @@ def main():
                               "--id-prefix", "vpar-")
         seq, par = ([dict(x, id=x["request_id"]) for x in lst] for lst in (seq, par))
         anon = [] if a.fixture else chat_load(port, [None], 1)
+        high = []
+        if not a.fixture:
+            high, r3 = lc.run_load(port, "--concurrency", 16, "--requests", 48, "--stream",
+                                   "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
+                                   "--id-prefix", "vhigh-")
+            high = [dict(x, id=x["request_id"]) for x in high]
         chat = chat_load(port, ["vchat-%d" % i for i in range(n_chat)], 1)
         chat += chat_load(port, ["vchatp-%d" % i for i in range(n_chatp)], 3)
         check(r1.returncode == 0 and r2.returncode == 0 and all(
             c["status"] == 200 and c["done"] and c["content_events"] == MAX_TOKENS
             for c in chat + anon), "the server answered every request in full")
         ids = {x["id"] for x in seq + par + chat}
-        spans = daemon.wait_spans(len(ids) + len(anon))
+        hids = {x["id"] for x in high}
+        spans = daemon.wait_spans(len(ids) + len(anon) + len(hids))
+        check(all(x["ok"] for x in high) and len(spans) == len(ids) + len(anon) + len(hids),
+              "at concurrency 16 too, one span per request (%d)" % len(hids))
+        spans = [s for s in spans if s["request_id"] not in hids]
+        high_spans = {s["request_id"]: s for s in daemon.spans() if s["request_id"] in hids}
         by_id = {}
         for s in spans:
             by_id.setdefault(s["request_id"], []).append(s)
@@ -250,6 +316,13 @@ def main():
         srv.wait(10)
         tlog = tr.merge(tr.read(tpath))
         against_truth(one, tlog, ids)
+        baseline(dict(one, **high_spans), tlog, srv.pid,
+                 [("sequential", [x["id"] for x in seq] + ["vchat-%d" % i for i in range(n_chat)]),
+                  ("concurrent x3-4", [x["id"] for x in par] +
+                   ["vchatp-%d" % i for i in range(n_chatp)]),
+                  ("concurrent x16", sorted(hids))])
+        if high:
+            compare(high_spans, high, "info only, concurrency 16", strict=False)
         by_http = {}
         for rid, r in tlog.items():
             by_http.setdefault(r.get("http_id"), []).append(rid)

@@ -358,7 +358,9 @@ class ApiServer:
                 if include_usage:
                     await self.sse(writer, {"id": request_id, "object": obj, "created": created,
                                             "model": MODEL, "choices": [], "usage": usage}, None)
+                t_last = time.monotonic_ns()
                 writer.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+                t_end = time.monotonic_ns()
                 await writer.drain()
             else:
                 if chat:
@@ -373,9 +375,10 @@ class ApiServer:
                 await self.respond(writer, 200, {"id": request_id, "object": o,
                                                  "created": created, "model": MODEL,
                                                  "choices": choices, "usage": usage}, keep)
-            now = time.monotonic_ns()
+            if not stream:
+                t_last = t_end = time.monotonic_ns()
             for st in states:
-                self.tl.ev(st.rid, "end", now)
+                self.tl.ev(st.rid, "end", t_end, start=t_last)
         except ConnectionError:
             alive = [s.rid for s in states if s.rid in self.reqs]
             for rid in alive:
@@ -387,11 +390,14 @@ class ApiServer:
     async def sse(self, writer, obj, rid):
         data = ("data: " + json.dumps(obj, separators=(", ", ": ")) + "\n\n").encode()
         c0 = time.thread_time_ns()
+        t0 = time.monotonic_ns()
         writer.write(b"%x\r\n%s\r\n" % (len(data), data))
         t = time.monotonic_ns()
         await writer.drain()
         if rid is not None:
-            self.tl.ev(rid, "sse_write", t, cpu_ns=time.thread_time_ns() - c0)
+            # the write system call happens inside transport.write when the
+            # socket buffer has room: [start, ns] brackets it
+            self.tl.ev(rid, "sse_write", t, start=t0, cpu_ns=time.thread_time_ns() - c0)
 
     async def main(self):
         self.tok = MicrobatchTokenizer(self.tl, self.a.tok_rounds)
