@@ -4,8 +4,10 @@
 (tests/fixtures/vllm/vllm-zero.rtrace, written by vllm_zero_code.py
 --fixture) replayed without the server: every request the client sent has
 exactly one span, with its X-Request-Id, the server's response id, a 200,
-and TTFT/total within 2 ms or 2% of what the client measured; no span comes
-from the ZeroMQ hop."""
+TTFT/total within 2 ms or 2% of what the client measured (never later; one
+in ten may miss, as the client shares the cores), its first-token and end
+instants inside the server's own brackets of those writes; no span comes from
+the ZeroMQ hop."""
 
 import json
 import os
@@ -55,6 +57,29 @@ off = [(q["id"], spans[q["id"]][0]["ttft_ms"], q["client_ttft_ms"],
         spans[q["id"]][0]["duration_ms"], q["client_total_ms"]) for q in reqs
        if q["id"] in spans and not (close(spans[q["id"]][0]["ttft_ms"], q["client_ttft_ms"]) and
                                     close(spans[q["id"]][0]["duration_ms"], q["client_total_ms"]))]
-check(not off, "TTFT and total within 2 ms or 2%% of the client's (off: %s)" % off[:4])
+# as in vllm_zero_code.py: a client thread woken late lengthens only its own
+# numbers, so the span is never later, and close for all but one in ten
+late = [o for o in off if o[1] > o[2] + 0.5 or o[3] > o[4] + 0.5]
+check(not late, "no span TTFT or total longer than the client's + 0.5 ms (off: %s)" % late)
+check(len(off) <= max(1, len(reqs) // 10), "TTFT and total within 2 ms or 2%% of the client's "
+      "for all but one in ten (off: %s)" % off)
+# the server's own brackets around the writes the span's instants name
+brackets = {}
+with open(os.path.join(FIX, "vllm-zero.server-truth.jsonl")) as f:
+    for line in f:
+        d = json.loads(line)
+        if d["ev"] in ("sse_write", "end"):
+            brackets.setdefault((d["rid"], d["ev"]), []).append((d["start"], d["ns"]))
+bad = []
+for q in reqs:
+    s = spans.get(q["id"], [None])[0]
+    if s is None:
+        continue
+    f0, f1 = brackets[(q["engine_request_id"], "sse_write")][0]
+    e0, e1 = brackets[(q["engine_request_id"], "end")][0]
+    if not (f0 <= s["first_token_ns"] <= f1 and e0 <= s["end_ns"] <= e1):
+        bad.append(q["id"])
+check(not bad, "first_token_ns and end_ns inside the server's own brackets of those writes "
+      "(off: %s)" % bad)
 print("FAILED: %d" % len(fails) if fails else "PASS")
 sys.exit(1 if fails else 0)
