@@ -206,6 +206,10 @@ class Engine:
             sched = self.schedule()
             if not sched:
                 continue
+            self.steps = getattr(self, "steps", 0) + 1
+            if self.a.die_after_steps and self.steps > self.a.die_after_steps:
+                raise RuntimeError("--die-after-steps %d: the busy loop dies"
+                                   % self.a.die_after_steps)
             outputs, ts = self.step(sched)
             if not outputs and not self.a.log_stats:
                 continue

@@ -22,6 +22,7 @@ usage: vserver.py --port N [--truth FILE] [--log-stats] [--tok-rounds R]
        [--detok-rounds R] [--step-us U] [--token-us U] [--gpu-us U]
        [--gpu-token-us U] [--max-num-seqs S]
        [--max-batched-tokens T] [--force-include-usage] [--omit-trailing-defaults]
+       [--die-after-steps N]
 Prints "listening on 127.0.0.1:PORT" and "engine pid N" when ready.
 """
 
@@ -182,6 +183,8 @@ class ApiServer:
             cmd.append("--log-stats")
         if self.a.omit_trailing_defaults:
             cmd.append("--omit-trailing-defaults")
+        if self.a.die_after_steps:
+            cmd += ["--die-after-steps", str(self.a.die_after_steps)]
         self.engine = subprocess.Popen(cmd)
         # HELLO -> init message -> READY, as msgpack maps on the handshake socket
         ident, msg = hs.recv_multipart()
@@ -300,26 +303,37 @@ class ApiServer:
             p = body.get("prompt", "")
             prompts = p if isinstance(p, list) else [p]
             externals = ["%s-%d" % (request_id, i) for i in range(len(prompts))]
-        rids = ["%s-%s" % (e, random_uuid()[:8]) for e in externals]
+        # parallel sampling (n > 1): one ADD per child, "<k>_<parent internal id>",
+        # all with the parent's external id; the prompt is tokenized once
+        n = max(1, int(body.get("n") or 1))
+        parents = ["%s-%s" % (e, random_uuid()[:8]) for e in externals]
         tid = threading.get_native_id()
         q = asyncio.Queue()
-        states = []
-        for i, rid in enumerate(rids):
-            self.tl.ev(rid, "http_first_byte", t_first, http_id=headers.get("x-request-id"),
-                       response_id=request_id, tid=tid)
-            self.tl.ev(rid, "http_recv", t_recv)
-            states.append(ReqState(rid, i, q))
+        states, groups = [], []
+        for i, parent in enumerate(parents):
+            kids = [parent] if n == 1 else ["%d_%s" % (k, parent) for k in range(n)]
+            g = []
+            for k, rid in enumerate(kids):
+                self.tl.ev(rid, "http_first_byte", t_first, http_id=headers.get("x-request-id"),
+                           response_id=request_id, tid=tid, parent=parent)
+                self.tl.ev(rid, "http_recv", t_recv)
+                g.append(ReqState(rid, i * n + k, q))
+            states += g
+            groups.append(g)
         created = int(time.time())
 
-        async def one(st, text, external):
-            self.tl.ev(st.rid, "tokenize_enqueue", time.monotonic_ns())
-            ids = await self.tok.encode(st.rid, text)
-            st.prompt_tokens = len(ids)
-            self.reqs[st.rid] = st
-            await self.send_add(st.rid, external, ids, max_tokens, stream,
-                                body.get("temperature"))
+        async def one(g, text, external, parent):
+            for st in g:
+                self.tl.ev(st.rid, "tokenize_enqueue", time.monotonic_ns())
+            ids = await self.tok.encode(parent, text)
+            for st in g:
+                st.prompt_tokens = len(ids)
+                self.reqs[st.rid] = st
+                await self.send_add(st.rid, external, ids, max_tokens, stream,
+                                    body.get("temperature"))
 
-        await asyncio.gather(*(one(st, t, e) for st, t, e in zip(states, prompts, externals)))
+        await asyncio.gather(*(one(g, t, e, p)
+                               for g, t, e, p in zip(groups, prompts, externals, parents)))
         left = len(states)
         obj = "chat.completion.chunk" if chat else "text_completion"
         try:
@@ -351,7 +365,7 @@ class ApiServer:
                           "finish_reason": fin, "stop_reason": None}
                 await self.sse(writer, {"id": request_id, "object": obj, "created": created,
                                         "model": MODEL, "choices": [ch]}, st.rid)
-            pt = sum(s.prompt_tokens for s in states)
+            pt = sum(g[0].prompt_tokens for g in groups)
             ct = sum(s.out_tokens for s in states)
             usage = {"prompt_tokens": pt, "total_tokens": pt + ct, "completion_tokens": ct}
             if stream:
@@ -427,6 +441,7 @@ def parse(argv):
     p.add_argument("--max-batched-tokens", type=int, default=256)
     p.add_argument("--force-include-usage", action="store_true")
     p.add_argument("--omit-trailing-defaults", action="store_true")
+    p.add_argument("--die-after-steps", type=int, default=0)
     p.add_argument("--handshake", default="")
     p.add_argument("--input-addr", default="")
     p.add_argument("--output-addr", default="")
