@@ -31,6 +31,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -161,7 +162,7 @@ class ApiServer:
 
     # ---- startup: bind, start the engine, handshake ----
     def start_engine(self):
-        d = tempfile.mkdtemp(prefix="vserver-")
+        d = self.ipc_dir = tempfile.mkdtemp(prefix="vserver-")
         self.input_addr = "ipc://%s/input.ipc" % d
         self.output_addr = "ipc://%s/output.ipc" % d
         hs_addr = "ipc://%s/handshake.ipc" % d
@@ -480,6 +481,7 @@ def main():
     finally:
         s.engine.terminate()
         s.engine.wait(10)
+        shutil.rmtree(s.ipc_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
