@@ -8,7 +8,10 @@ pkgs=(build-essential cmake pkg-config clang llvm libbpf-dev bpftool libelf-dev 
       libuv1-dev libcjson-dev libinih-dev libcmocka-dev libcurl4-openssl-dev python3 procps iproute2
       util-linux clang-format binutils openssl passwd prometheus systemd
       dpkg-dev groff-base man-db
-      libgomp1 python3-zmq)
+      libgomp1)
+# the vLLM-style test server (tests/engines/vllm) and the zmq capture test:
+# pyzmq and msgpack, as Debian ships them
+pkgs+=(python3-zmq python3-msgpack)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -21,7 +21,8 @@ struct marker_bpf;
 struct rt_bpf_gpu; /* bpf_gpu.c: gpu.bpf.c and the libcuda/libnccl files it is attached to */
 struct rt_bpf_zmq; /* bpf_zmq.c: zmq.bpf.c and the libzmq files it is attached to */
 
-#define RT_BPF_LINKS_MAX 56 /* 5 scheduler + 12 interrupt + 13 entry + 13 exit + 2 arrival tracepoints */
+#define RT_BPF_LINKS_MAX                                                                           \
+	56 /* 5 scheduler + 12 interrupt + 13 entry + 13 exit + 2 arrival tracepoints */
 #define RT_BPF_MARK_FUNCS 6 /* the last, rt_mark_step_begin_tokens, is optional (ABI 2) */
 
 struct rt_marker_lib {

@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Zero-code tracing of the vLLM V1-style two-process test server (vserver.py).
+
+reqtraced traces the API server's pid (its group takes in the engine-core
+child). Completions go through reqtrace-load (sequential, then concurrent);
+chat completions through a small client here. Asserted (what holds today,
+before the vLLM pack): one span per request, keyed by the X-Request-Id, with
+the server's response id (cmpl-<id> / chatcmpl-<id>), the span's first-token
+and end instants inside the server's own brackets of those writes, its TTFT
+and total never longer than the client's (+0.5 ms), and the truth log's ids
+matching the spans'. Printed for the lead (not asserted): how many spans are
+within 2 ms or 2% of the client (the client's own wake-up latency on two
+shared cores makes that a noisy check), the phases reqtrace gives today,
+which threads' CPU lands in the spans, how the ZeroMQ ipc connections are
+classified (comm wait, unreadable counters), and the truth's own phases.
+
+usage: vllm_zero_code.py [--fixture DIR]
+--fixture DIR: a short run (8 requests) recorded for replay tests: writes
+DIR/vllm-zero.rtrace, DIR/vllm-zero.requests.json (each request's id, the
+server's response id and engine id, the client's TTFT/total) and
+DIR/vllm-zero.server-truth.jsonl (the server's own truth log).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
+sys.path.insert(0, HERE)
+import live_common as lc  # noqa: E402
+import truth as tr  # noqa: E402
+
+log, check = lc.log, lc.check
+MAX_TOKENS = 8
+
+
+def chat_one(port, rid, out, lock):
+    body = json.dumps({"model": "toy-vllm", "stream": True, "max_tokens": MAX_TOKENS,
+                       "stream_options": {"include_usage": True},
+                       "messages": [{"role": "user", "content": "tell me about the fox " * 8}]})
+    headers = {"Content-Type": "application/json"}
+    if rid:
+        headers["X-Request-Id"] = rid
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    t0 = time.monotonic_ns()
+    c.request("POST", "/v1/chat/completions", body, headers)
+    r = c.getresponse()
+    ttft, ids, content, done = None, set(), 0, False
+    for line in r:
+        line = line.strip()
+        if not line.startswith(b"data: "):
+            continue
+        data = line[6:]
+        if data == b"[DONE]":
+            done = True
+            continue
+        ev = json.loads(data)
+        ids.add(ev["id"])
+        ch = ev["choices"]
+        if ch and ch[0]["delta"].get("content"):
+            content += 1
+            if ttft is None:
+                ttft = time.monotonic_ns()
+    t1 = time.monotonic_ns()
+    c.close()
+    with lock:
+        out.append({"id": rid, "start_ns": t0, "end_ns": t1, "ttft_ms": (ttft - t0) / 1e6,
+                    "total_ms": (t1 - t0) / 1e6, "response_ids": sorted(ids),
+                    "content_events": content, "done": done, "status": r.status})
+
+
+def chat_load(port, ids, concurrency):
+    out, lock, todo = [], threading.Lock(), list(ids)
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                rid = todo.pop(0)
+            chat_one(port, rid, out, lock)
+
+    ths = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    return out
+
+
+def close(a, b):
+    return abs(a - b) <= max(2.0, 0.02 * abs(b))
+
+
+def compare(spans_by_id, client, what, strict=True):
+    bad, missing = [], []
+    for c in client:
+        s = spans_by_id.get(c["id"])
+        if s is None:
+            missing.append(c["id"])
+            continue
+        total = c.get("total_ms")
+        if not close(s["duration_ms"], total) or s["ttft_ms"] is None or \
+                not close(s["ttft_ms"], c["ttft_ms"]):
+            bad.append((c["id"], round(s["duration_ms"], 3), round(total, 3),
+                        s["ttft_ms"] and round(s["ttft_ms"], 3), round(c["ttft_ms"], 3)))
+    if not strict:
+        log("info: %s: %d of %d requests off the client by more than 2 ms or 2%%: %s"
+            % (what, len(bad), len(client), bad[:6]))
+        return
+    check(not missing, "%s: every request has a span (missing %s)" % (what, missing[:5]))
+    # The client shares two cores with both server processes, the daemon and
+    # whatever else runs: a client thread woken late lengthens only its own
+    # numbers. So: the span never later than the client (strict), and within
+    # 2 ms or 2% for all but one request in ten (at least one may miss; all printed).
+    late = [b for b in bad if b[1] > b[2] + 0.5 or (b[3] or 0) > b[4] + 0.5]
+    check(not late, "%s: no span TTFT or total longer than the client's + 0.5 ms (off: %s)"
+          % (what, late))
+    # Two-sided, the client's numbers carry its own wake-up latency: on the
+    # 2-core CI machine (load average ~9 from other jobs) 2-8 ms late at times,
+    # at the first token or the end, while the span's instants sit inside the
+    # server's own brackets of those writes (against_truth). So printed, not
+    # asserted: the count within 2 ms or 2% of the client.
+    log("info: %s: %d of %d requests within 2 ms or 2%% of the client on TTFT and total; "
+        "off (id, span total, client total, span ttft, client ttft): %s"
+        % (what, len(client) - len(bad) - len(missing), len(client), bad))
+    errs = sorted(abs(spans_by_id[c["id"]]["duration_ms"] - c["total_ms"]) for c in client
+                  if c["id"] in spans_by_id)
+    if errs:
+        log("info: %s |span total - client total| ms: median %.3f max %.3f"
+            % (what, errs[len(errs) // 2], errs[-1]))
+
+
+def against_truth(one, tlog, ids):
+    """The span's first-token and end instants against the server's own log: each
+    lies inside the server's bracket [before, after] of the write it names (the
+    first content SSE write; the last write). No bound on magnitudes: holds
+    whatever the machine's load."""
+    bad = []
+    for rid, r in tlog.items():
+        h = r.get("http_id")
+        if h not in ids or h not in one:
+            continue
+        s, b = one[h], r["brackets"]
+        f0, f1 = b["sse_write"][0]
+        e0, e1 = b["end"][0]
+        if not (f0 <= s["first_token_ns"] <= f1 and e0 <= s["end_ns"] <= e1):
+            bad.append((h, s["first_token_ns"] - f0, f1 - s["first_token_ns"], s["end_ns"] - e0,
+                        e1 - s["end_ns"]))
+    check(not bad, "every span's first_token_ns and end_ns lie inside the server's own bracket "
+          "of that write (off: id, ns after start, ns before end, same for end: %s)" % bad[:6])
+
+
+def dist(v):
+    v = sorted(v)
+    if not v:
+        return "n=0"
+    return "n=%d median %.3f p90 %.3f max %.3f" % (len(v), v[len(v) // 2],
+                                                  v[min(len(v) - 1, (9 * len(v)) // 10)], v[-1])
+
+
+def baseline(one, tlog, api_pid, groups):
+    """Today's zero-code numbers against the server's truth, per load, printed
+    (the 'Done when' baseline; nothing asserted)."""
+    by_http = {r.get("http_id"): r for r in tlog.values()}
+    for name, ids in groups:
+        tok_err, loop_ratio, pre_err, dec_err, eng = [], [], [], [], []
+        for i in ids:
+            s, r = one.get(i), by_http.get(i)
+            if not s or not r:
+                continue
+            e = r["events"]
+            th = {t["tid"]: t["on_cpu_ms"] for t in s["cpu"]["threads"]}
+            ex_tid = r.get("tokenize_tid")
+            tcpu = r["tokenize_cpu_ns"] / 1e6
+            if ex_tid is not None and tcpu > 0:
+                tok_err.append(100.0 * (th.get(ex_tid, 0.0) - tcpu) / tcpu)
+            known = (r["detok_cpu_ns"] + r.get("sse_cpu_ns", 0)) / 1e6
+            if known > 0:
+                loop_ratio.append(th.get(api_pid, 0.0) / known)
+            pre_t = (e["sse_write"][0] - e["http_first_byte"][0]) / 1e6
+            if s["phases"].get("pre_first_token_ms") is not None:
+                pre_err.append(s["phases"]["pre_first_token_ms"] - pre_t)
+            dec_t = (e["sse_write"][-1] - e["sse_write"][0]) / 1e6
+            if s["phases"].get("decode_ms") is not None:
+                dec_err.append(s["phases"]["decode_ms"] - dec_t)
+            eng.append(sum(v for t, v in th.items() if t not in (api_pid, ex_tid)))
+        log("baseline %s: tokenizer-executor CPU error %% (span thread vs truth share): %s"
+            % (name, dist(tok_err)))
+        log("baseline %s: event-loop CPU in span / truth detok+SSE CPU: %s" % (name, dist(loop_ratio)))
+        log("baseline %s: pre_first_token - truth(first SSE write - request line) ms: %s"
+            % (name, dist(pre_err)))
+        log("baseline %s: decode - truth(last - first SSE write) ms: %s" % (name, dist(dec_err)))
+        log("baseline %s: CPU of other threads (engine, libzmq) in the span ms: %s"
+            % (name, dist(eng)))
+
+
+
+def truth_phases(tlog):
+    """The truth's own phases per request (ms), printed for the lead."""
+    rows = []
+    for rid, r in sorted(tlog.items()):
+        e = r["events"]
+        try:
+            rows.append({
+                "rid": rid, "http_id": r.get("http_id"),
+                "tokenize_wait": (e["tokenize_start"][0] - e["tokenize_enqueue"][0]) / 1e6,
+                "tokenize": (e["tokenize_end"][0] - e["tokenize_start"][0]) / 1e6,
+                "tokenize_cpu": r["tokenize_cpu_ns"] / 1e6, "batch": r.get("tokenize_batch"),
+                "to_engine": (e["engine_recv"][0] - e["handed"][0]) / 1e6,
+                "engine_queue": (e["scheduled"][0] - e["queued"][0]) / 1e6,
+                "prefill": (e["first_output"][0] - e["scheduled"][0]) / 1e6,
+                "decode": (e["output"][-1] - e["first_output"][0]) / 1e6 if "output" in e else 0,
+                "detok_cpu": r["detok_cpu_ns"] / 1e6,
+                "out_to_sse": (e["sse_write"][0] - e["first_output"][0]) / 1e6,
+            })
+        except KeyError:
+            continue
+    return rows
+
+
+def write_fixture(fdir, tpath, comp, chat, one, by_http):
+    rows = []
+    for kind, lst in (("completions", comp), ("chat", chat)):
+        for c in lst:
+            rows.append({"id": c["id"], "kind": kind, "response_id": one[c["id"]]["response_id"],
+                         "engine_request_id": by_http[c["id"]][0],
+                         "client_ttft_ms": round(c["ttft_ms"], 3),
+                         "client_total_ms": round(c["total_ms"], 3)})
+    with open(os.path.join(fdir, "vllm-zero.requests.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+        f.write("\n")
+    lines = tr.read(tpath)
+    warm = {d["rid"] for d in lines if d.get("http_id") == "warmup"}
+    with open(os.path.join(fdir, "vllm-zero.server-truth.jsonl"), "w") as f:
+        f.write("".join(json.dumps(d, separators=(",", ":")) + "\n" for d in lines
+                        if d["rid"] not in warm))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fixture", default="")
+    a = ap.parse_args()
+    lc.require_root()
+    d = tempfile.mkdtemp(prefix="rt-vllm-")
+    tpath = os.path.join(d, "truth.jsonl")
+    if os.path.exists(tpath):
+        os.unlink(tpath)
+    srv = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "vserver.py"), "--port", "0",
+                            "--truth", tpath, "--log-stats", "--force-include-usage"],
+                           stdout=subprocess.PIPE, text=True)
+    port = int(srv.stdout.readline().strip().rsplit(":", 1)[1])
+    engine = int(srv.stdout.readline().split()[2])
+    log("server: api pid %d, engine pid %d, port %d" % (srv.pid, engine, port))
+    args = ["--pid", str(srv.pid)]
+    if a.fixture:
+        os.makedirs(a.fixture, exist_ok=True)
+        rec = os.path.join(os.path.abspath(a.fixture), "vllm-zero.rtrace")
+        if os.path.exists(rec):
+            os.unlink(rec)
+        args += ["--record", rec]
+    # The clients measure what the spans are compared with: on two shared cores
+    # a client thread woken while the server's processes run can lag by several
+    # ms (its TTFT only: at the end the server is idle). The server keeps nice
+    # 0; this process and what it starts from here on (load, daemon) run at -10.
+    os.nice(-10)
+    # before tracing: the Python client's first request pays imports, the
+    # server's first request starts its executor thread
+    chat_load(port, ["warmup"], 1)
+    daemon = lc.Daemon(args)
+    n_seq, n_par, n_chat, n_chatp = (3, 3, 1, 1) if a.fixture else (6, 12, 4, 6)
+    try:
+        seq, r1 = lc.run_load(port, "--concurrency", 1, "--requests", n_seq, "--stream",
+                              "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
+                              "--id-prefix", "vseq-")
+        par, r2 = lc.run_load(port, "--concurrency", 3 if a.fixture else 4, "--requests", n_par,
+                              "--stream", "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
+                              "--id-prefix", "vpar-")
+        seq, par = ([dict(x, id=x["request_id"]) for x in lst] for lst in (seq, par))
+        anon = [] if a.fixture else chat_load(port, [None], 1)
+        high = []
+        if not a.fixture:
+            high, r3 = lc.run_load(port, "--concurrency", 16, "--requests", 48, "--stream",
+                                   "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
+                                   "--id-prefix", "vhigh-")
+            high = [dict(x, id=x["request_id"]) for x in high]
+        chat = chat_load(port, ["vchat-%d" % i for i in range(n_chat)], 1)
+        chat += chat_load(port, ["vchatp-%d" % i for i in range(n_chatp)], 3)
+        check(r1.returncode == 0 and r2.returncode == 0 and all(
+            c["status"] == 200 and c["done"] and c["content_events"] == MAX_TOKENS
+            for c in chat + anon), "the server answered every request in full")
+        ids = {x["id"] for x in seq + par + chat}
+        hids = {x["id"] for x in high}
+        spans = daemon.wait_spans(len(ids) + len(anon) + len(hids))
+        check(all(x["ok"] for x in high) and len(spans) == len(ids) + len(anon) + len(hids),
+              "at concurrency 16 too, one span per request (%d)" % len(hids))
+        spans = [s for s in spans if s["request_id"] not in hids]
+        high_spans = {s["request_id"]: s for s in daemon.spans() if s["request_id"] in hids}
+        by_id = {}
+        for s in spans:
+            by_id.setdefault(s["request_id"], []).append(s)
+        check(all(len(by_id.get(i, [])) == 1 for i in ids),
+              "exactly one span per request id (%d ids)" % len(ids))
+        one = {k: v[0] for k, v in by_id.items()}
+        check(len(spans) == len(ids) + len(anon), "no span from the ZeroMQ hop: %d spans for %d "
+              "HTTP requests" % (len(spans), len(ids) + len(anon)))
+        compare(one, seq, "completions sequential")
+        compare(one, par, "completions concurrent x4")
+        compare(one, chat, "chat")
+        bad = [(i, one[i].get("response_id")) for i in ids if i in one and
+               one[i].get("response_id") not in ("cmpl-" + i, "chatcmpl-" + i)]
+        check(not bad, "each span's response_id is the server's cmpl-<id>/chatcmpl-<id> (off: %s)"
+              % bad[:5])
+        st = daemon.status()
+        tids = {}
+        for p in (srv.pid, engine):
+            for t in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/comm" % (p, t)) as f:
+                    tids[int(t)] = ("api" if p == srv.pid else "engine", f.read().strip())
+        srv.terminate()
+        srv.wait(10)
+        tlog = tr.merge(tr.read(tpath))
+        against_truth(one, tlog, ids)
+        baseline(dict(one, **high_spans), tlog, srv.pid,
+                 [("sequential", [x["id"] for x in seq] + ["vchat-%d" % i for i in range(n_chat)]),
+                  ("concurrent x3-4", [x["id"] for x in par] +
+                   ["vchatp-%d" % i for i in range(n_chatp)]),
+                  ("concurrent x16", sorted(hids))])
+        if high:
+            compare(high_spans, high, "info only, concurrency 16", strict=False)
+        by_http = {}
+        for rid, r in tlog.items():
+            by_http.setdefault(r.get("http_id"), []).append(rid)
+        ok = all(len(by_http.get(i, [])) == 1 for i in ids)
+        ok = ok and all(by_http[i][0].startswith(one[i]["response_id"] + ("-0-" if i.startswith(
+            "vseq") or i.startswith("vpar") else "-")) for i in ids)
+        check(ok, "the truth's engine request ids are <response_id>[-i]-<8 hex> for every span")
+        anon_span = [s for s in spans if s["request_id"] not in ids]
+        log("info: request without X-Request-Id: span request_id %s, response_id %s; truth %s"
+            % (anon_span and anon_span[0]["request_id"], anon_span and
+               anon_span[0].get("response_id"), by_http.get(None)))
+        if a.fixture:
+            write_fixture(a.fixture, tpath, seq + par, chat, one, by_http)
+        # what is visible today, for the lead
+        log("info: targets %s" % json.dumps(st.get("targets"))[:1500])
+        log("info: correlator %s" % json.dumps(st.get("correlator")))
+        log("info: threads %s" % json.dumps(sorted(tids.items())))
+        for s in sorted(spans, key=lambda s: s["start_ns"])[:3] + [one.get("vpar-5")]:
+            if not s:
+                continue
+            log("info: span %s phases %s source %s" % (s["request_id"], json.dumps(s["phases"]),
+                                                       json.dumps(s["phase_source"])))
+            log("info:   cpu threads %s" % json.dumps([(t["tid"], t["comm"], t["on_cpu_ms"],
+                                                        t.get("shared"))
+                                                       for t in s["cpu"]["threads"]]))
+        cw = [s["phases"].get("comm_wait_ms") for s in spans]
+        log("info: comm_wait_ms over spans (ZeroMQ ipc as comm peers?): %s" % cw)
+        rows = truth_phases(tlog)
+        for r in rows[:6]:
+            log("info: truth %s" % json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
+                                               for k, v in r.items()}))
+    finally:
+        if srv.poll() is None:
+            srv.terminate()
+            srv.wait(10)
+        daemon.stop()
+    lc.finish()
+
+
+if __name__ == "__main__":
+    main()
