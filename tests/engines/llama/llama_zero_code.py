@@ -157,6 +157,13 @@ def main():
     lc.finish()
 
 
+def outside(ns, lo, hi):
+    """ms by which ns falls outside [lo, hi]; 0 inside, huge when missing."""
+    if ns is None:
+        return 1e9
+    return max(lo - ns, ns - hi, 0) / MS
+
+
 def compare(spans, client, truth):
     by_id = {}
     for s in spans:
@@ -166,10 +173,11 @@ def compare(spans, client, truth):
           "one span per request (%d spans for %d requests; missing or doubled: %s)"
           % (len(spans), len(client), missing[:4]))
     check(set(truth) == set(client), "the server logged every request (%d)" % len(truth))
-    rows, worst = [], {}
+    rows, worst, diffs = [], {}, {}
 
     def note(key, v):
         worst[key] = max(worst.get(key, 0.0), abs(v))
+        diffs.setdefault(key, []).append(abs(v))
 
     bad_resp, bad_ev = [], []
     for rid, c in sorted(client.items()):
@@ -180,13 +188,19 @@ def compare(spans, client, truth):
             bad_resp.append((rid, s.get("response_id"), t["response_id"]))
         if s["events_out"] != t["completion_tokens"]:
             bad_ev.append((rid, s["events_out"], t["completion_tokens"]))
-        d_ft = (s["first_token_ns"] - t["token_write_ns"][0]) / MS if s["first_token_ns"] else 1e9
-        d_end = (s["end_ns"] - t["end_ns"]) / MS
+        # how far outside the server's bracket around the write the span's
+        # instant is (0 inside): scheduling delays widen the bracket, not this
+        d_ft = outside(s["first_token_ns"], t["token_write_start_ns"][0], t["token_write_ns"][0])
+        d_end = outside(s["end_ns"], t["end_start_ns"], t["end_ns"])
         d_ttft = s["ttft_ms"] - c["ttft_ms"] if s["ttft_ms"] is not None else 1e9
         d_tot = s["duration_ms"] - c["total_ms"]
         for k, v in (("first_token_vs_server", d_ft), ("end_vs_server", d_end),
                      ("ttft_vs_client", d_ttft), ("total_vs_client", d_tot)):
             note(k, v)
+            if abs(v) > 2.0:
+                rows.append("  %-8s %s %+.3f ms (span %s)" % (
+                    rid, k, v, {x: s.get(x) for x in ("arrival_ns", "start_ns", "received_ns",
+                                                     "first_token_ns", "end_ns", "events_out")}))
         rows.append("  %-8s seq %d ttft %7.2f ms (client %7.2f) total %8.2f ms (client %8.2f)"
                     " server prefill %6.2f ms tokenize %.3f ms"
                     % (rid, t["sequence"], s["ttft_ms"] or -1, c["ttft_ms"], s["duration_ms"],
@@ -198,22 +212,28 @@ def compare(spans, client, truth):
     log("worst |diff| ms: " + ", ".join("%s %.3f" % kv for kv in sorted(worst.items())))
     check(not bad_resp, "span response_id is the server's cmpl-N id (wrong: %s)" % bad_resp[:3])
     check(not bad_ev, "events_out = tokens streamed (wrong: %s)" % bad_ev[:3])
-    # instants against the server's own log of the same writes: both sides
-    # see the same syscalls, so only the gap between the syscall and the
-    # hrtime read around it separates them
-    check(worst.get("first_token_vs_server", 1e9) <= 2.0,
-          "span first_token_ns within 2 ms of the server's first write (worst %.3f ms)"
-          % worst.get("first_token_vs_server", 1e9))
-    check(worst.get("end_vs_server", 1e9) <= 2.0,
-          "span end_ns within 2 ms of the server's res.end (worst %.3f ms)"
-          % worst.get("end_vs_server", 1e9))
-    # against the client: TTFT/total seen from the other end of loopback
-    check(worst.get("ttft_vs_client", 1e9) <= 5.0,
-          "span ttft_ms within 5 ms of the client's (worst %.3f ms)"
-          % worst.get("ttft_vs_client", 1e9))
-    check(worst.get("total_vs_client", 1e9) <= 5.0,
-          "span duration_ms within 5 ms of the client's total (worst %.3f ms)"
-          % worst.get("total_vs_client", 1e9))
+    # instants against the server's own log of the same writes: the span's
+    # write(2) entry/exit lies between the server's clock reads around it
+    # (same clock), whatever the scheduler did; 0.1 ms for the reads themselves
+    check(worst.get("first_token_vs_server", 1e9) <= 0.1,
+          "span first_token_ns inside the server's bracket around its first write "
+          "(worst %.3f ms outside)" % worst.get("first_token_vs_server", 1e9))
+    check(worst.get("end_vs_server", 1e9) <= 0.1,
+          "span end_ns inside the server's bracket around res.end "
+          "(worst %.3f ms outside)" % worst.get("end_vs_server", 1e9))
+    widths = sorted((t["token_write_ns"][0] - t["token_write_start_ns"][0]) / MS
+                    for t in truth.values() if t.get("token_write_ns"))
+    if widths:
+        log("server's first-write brackets: median %.3f ms, max %.3f ms (scheduling)"
+            % (lc.pct(widths, 50), widths[-1]))
+    # against the client, at the other end of loopback: its reads wait for
+    # the load generator to be scheduled (on a busy 2-CPU machine a first
+    # token was read 24 ms after the server's write while the span matched
+    # the write within 0.3 ms), so the median is held, the worst printed
+    for key, what in (("ttft_vs_client", "ttft_ms"), ("total_vs_client", "duration_ms")):
+        med = lc.pct(diffs.get(key, [1e9]), 50)
+        check(med <= 2.0, "span %s within 2 ms of the client's, median over requests "
+              "(median %.3f ms, worst %.3f ms)" % (what, med, worst.get(key, 1e9)))
     # two sequences at once: the pair overlapped in the engine (prefill of
     # one while the other was generating, on the other sequence)
     par = sorted((t for t in truth.values() if t["request_id"].startswith("par-")),

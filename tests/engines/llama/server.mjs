@@ -10,7 +10,9 @@
 // different sequences, and node-llama-cpp puts their tokens into the same
 // llama_decode call. Prompts are tokenized here on the JS main thread.
 //
-// Truth: one JSON line per request in --truth, all instants from
+// Truth: one JSON line per request in --truth: token_write_start_ns[i] and
+// token_write_ns[i] bracket the write(2) of token i's event, end_start_ns and
+// end_ns the response's last write; all instants from
 // process.hrtime.bigint() (libuv's uv_hrtime: CLOCK_MONOTONIC on Linux, the
 // clock the daemon's events use).
 //
@@ -114,6 +116,7 @@ async function complete(req, res, body, rec) {
 	const created = Math.floor(Date.now() / 1000);
 	const texts = [];
 	rec.token_ns = [];
+	rec.token_write_start_ns = [];
 	rec.token_write_ns = [];
 	try {
 		if (maxTokens > 0) {
@@ -126,9 +129,13 @@ async function complete(req, res, body, rec) {
 				const text = piece(token);
 				texts.push(text);
 				if (stream) {
+					rec.token_write_start_ns.push(now());
 					sse(res, {id, object: "text_completion", created, model: "tiny",
 						choices: [{index: 0, text, logprobs: null,
 							finish_reason: texts.length >= maxTokens ? "length" : null}]});
+					// res.write corks the socket until the next tick; uncork now
+					// so the write(2) happens between the two instants logged
+					res.socket?.uncork();
 					rec.token_write_ns.push(now());
 				}
 				if (texts.length >= maxTokens) break;
@@ -141,8 +148,12 @@ async function complete(req, res, body, rec) {
 		total_tokens: tokens.length + texts.length};
 	if (stream) {
 		sse(res, {id, object: "text_completion", created, model: "tiny", choices: [], usage});
+		// res.end flushes the corked usage chunk, [DONE] and the chunked
+		// terminator in one write, before it returns
+		rec.end_start_ns = now();
 		res.end("data: [DONE]\n\n");
 	} else {
+		rec.end_start_ns = now();
 		res.end(JSON.stringify({id, object: "text_completion", created, model: "tiny",
 			choices: [{index: 0, text: texts.join(""), logprobs: null,
 				finish_reason: "length"}], usage}));
