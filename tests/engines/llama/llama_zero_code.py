@@ -242,6 +242,14 @@ def compare(spans, client, truth):
                    if a["sequence"] != b["sequence"] and b["admitted_ns"] < a["end_ns"])
     check(overlaps >= 1, "concurrent requests ran on two sequences at once (%d overlapping "
           "pairs of %d)" % (overlaps, len(par) - 1))
+    # the server's barrier (server.mjs): both requests asked for their next
+    # token in the same tick, so node-llama-cpp put both into one batch
+    shared = sum(t.get("shared_steps", 0) for t in par)
+    check(shared >= len(par), "concurrent requests shared decode steps (%d shared steps over "
+          "%d requests of %d tokens)" % (shared, len(par), MAX_TOKENS))
+    check(all(t.get("shared_steps", 0) == 0 for t in truth.values()
+              if t["request_id"].startswith("seq-")),
+          "sequential requests never shared a step")
 
 
 def roles(pid, th):

@@ -53,6 +53,33 @@ const {getLlama} = await import(pathToFileURL(entry).href);
 const llama = await getLlama({gpu: false, build: "never", maxThreads: opts.threads,
 	logLevel: "warn"});
 const model = await llama.loadModel({modelPath: opts.model});
+// Batching: node-llama-cpp puts the evaluations queued by several sequences
+// into one llama_decode, but only those queued when a batch is assembled.
+// Two requests' generation loops drift out of phase (each samples in its own
+// async worker and queues its next token when that ends), and then every
+// step holds one sequence (seen with a uprobe on llama_decode). So the
+// generating requests meet at a barrier after each token and ask for the
+// next one in the same tick: their next tokens go into one batch. A
+// request waits at most BATCH_WAIT_MS for the others.
+const BATCH_WAIT_MS = 100;
+let generating = 0;
+let round = {waiters: []};
+
+function release(r) {
+	if (round !== r) return;
+	round = {waiters: []};
+	for (const w of r.waiters) w(r.waiters.length);
+}
+
+function stepBarrier() {
+	return new Promise((resolve) => {
+		const r = round;
+		r.waiters.push(resolve);
+		if (r.waiters.length >= generating) release(r);
+		else if (r.waiters.length === 1) setTimeout(() => release(r), BATCH_WAIT_MS);
+	});
+}
+
 const context = await model.createContext({
 	contextSize: 1024,
 	sequences: opts.sequences,
@@ -116,29 +143,39 @@ async function complete(req, res, body, rec) {
 	const created = Math.floor(Date.now() / 1000);
 	const texts = [];
 	rec.token_ns = [];
+	rec.shared_steps = 0;
 	rec.token_write_start_ns = [];
 	rec.token_write_ns = [];
 	try {
 		if (maxTokens > 0) {
 			rec.prefill_start_ns = now();
 			const gen = s.seq.evaluate(tokens, {temperature: 0.8, seed: 13});
-			for await (const token of gen) {
-				const t = now();
-				if (rec.first_token_ns == null) rec.first_token_ns = t;
-				rec.token_ns.push(t);
-				const text = piece(token);
-				texts.push(text);
-				if (stream) {
-					rec.token_write_start_ns.push(now());
-					sse(res, {id, object: "text_completion", created, model: "tiny",
-						choices: [{index: 0, text, logprobs: null,
-							finish_reason: texts.length >= maxTokens ? "length" : null}]});
-					// res.write corks the socket until the next tick; uncork now
-					// so the write(2) happens between the two instants logged
-					res.socket?.uncork();
-					rec.token_write_ns.push(now());
+			generating++;
+			try {
+				for await (const token of gen) {
+					const t = now();
+					if (rec.first_token_ns == null) rec.first_token_ns = t;
+					rec.token_ns.push(t);
+					const text = piece(token);
+					texts.push(text);
+					if (stream) {
+						rec.token_write_start_ns.push(now());
+						sse(res, {id, object: "text_completion", created, model: "tiny",
+							choices: [{index: 0, text, logprobs: null,
+								finish_reason: texts.length >= maxTokens ? "length" : null}]});
+						// res.write corks the socket until the next tick; uncork now
+						// so the write(2) happens between the two instants logged
+						res.socket?.uncork();
+						rec.token_write_ns.push(now());
+					}
+					if (texts.length >= maxTokens) break;
+					// shared_steps: next tokens asked for together with another request
+					if ((await stepBarrier()) > 1) rec.shared_steps++;
 				}
-				if (texts.length >= maxTokens) break;
+			} finally {
+				generating--;
+				// the others may be waiting only for this request
+				if (round.waiters.length && round.waiters.length >= generating) release(round);
 			}
 		}
 	} finally {
