@@ -21,6 +21,7 @@ skips, or fails when CI=true.
 """
 
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -113,7 +114,10 @@ def main():
                             "--threads", "2", "--sequences", "2"],
                            env=dict(os.environ, UV_THREADPOOL_SIZE=str(UV_POOL)),
                            stdout=subprocess.PIPE, stderr=err, text=True)
-    line = srv.stdout.readline()
+    # model load takes seconds; a server stuck before listening must not
+    # hold the test until ctest's timeout
+    ready, _, _ = select.select([srv.stdout], [], [], 180)
+    line = srv.stdout.readline() if ready else ""
     if not line.startswith("listening on "):
         srv.kill()
         err.close()
