@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// A small OpenAI-compatible completions server on node-llama-cpp, for
+// tracing a real llama.cpp engine in CI.
+//
+// POST /v1/completions {prompt, max_tokens, stream}: SSE chunks with id
+// "cmpl-N", one per generated token, then a usage chunk and [DONE] (or one
+// JSON body when stream is false). The x-request-id header is echoed.
+//
+// One LlamaContext with --sequences sequences: requests that overlap run on
+// different sequences, and node-llama-cpp puts their tokens into the same
+// llama_decode call. Prompts are tokenized here on the JS main thread.
+//
+// Truth: one JSON line per request in --truth: token_write_start_ns[i] and
+// token_write_ns[i] bracket the write(2) of token i's event, end_start_ns and
+// end_ns the response's last write; all instants from
+// process.hrtime.bigint() (libuv's uv_hrtime: CLOCK_MONOTONIC on Linux, the
+// clock the daemon's events use).
+//
+// usage: node server.mjs --model M.gguf --modules DIR [--port 0]
+//                        [--truth FILE] [--threads 2] [--sequences 2]
+// DIR is the directory holding node_modules/node-llama-cpp (install.sh).
+// Prints "listening on 127.0.0.1:PORT" once the model is loaded.
+
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import {pathToFileURL} from "node:url";
+
+function parseArgs(argv) {
+	const o = {port: 0, threads: 2, sequences: 2, truth: null, model: null, modules: null};
+	for (let i = 2; i < argv.length; i++) {
+		const k = argv[i], v = argv[i + 1];
+		if (k === "--model") o.model = v;
+		else if (k === "--modules") o.modules = v;
+		else if (k === "--port") o.port = Number(v);
+		else if (k === "--truth") o.truth = v;
+		else if (k === "--threads") o.threads = Number(v);
+		else if (k === "--sequences") o.sequences = Number(v);
+		else throw new Error("unknown argument " + k);
+		i++;
+	}
+	if (!o.model || !o.modules) throw new Error("--model and --modules are required");
+	return o;
+}
+
+const now = () => process.hrtime.bigint();
+const opts = parseArgs(process.argv);
+const entry = path.join(opts.modules, "node_modules", "node-llama-cpp", "dist", "index.js");
+const {getLlama} = await import(pathToFileURL(entry).href);
+
+// gpu: false and build: "never": only the CPU prebuilt binary, no probing for
+// CUDA/Vulkan and no fallback to compiling llama.cpp from source
+const llama = await getLlama({gpu: false, build: "never", maxThreads: opts.threads,
+	logLevel: "warn"});
+const model = await llama.loadModel({modelPath: opts.model});
+// Batching: node-llama-cpp puts the evaluations queued by several sequences
+// into one llama_decode, but only those queued when a batch is assembled.
+// Two requests' generation loops drift out of phase (each samples in its own
+// async worker and queues its next token when that ends), and then every
+// step holds one sequence (seen with a uprobe on llama_decode). So the
+// generating requests meet at a barrier after each token and ask for the
+// next one in the same tick: their next tokens go into one batch. A
+// request waits at most BATCH_WAIT_MS for the others.
+const BATCH_WAIT_MS = 100;
+let generating = 0;
+let round = {waiters: []};
+
+function release(r) {
+	if (round !== r) return;
+	round = {waiters: []};
+	for (const w of r.waiters) w(r.waiters.length);
+}
+
+function stepBarrier() {
+	return new Promise((resolve) => {
+		const r = round;
+		r.waiters.push(resolve);
+		if (r.waiters.length >= generating) release(r);
+		else if (r.waiters.length === 1) setTimeout(() => release(r), BATCH_WAIT_MS);
+	});
+}
+
+const context = await model.createContext({
+	contextSize: 1024,
+	sequences: opts.sequences,
+	batchSize: 256,
+	threads: {ideal: opts.threads, min: opts.threads},
+});
+const free = [];
+for (let i = 0; i < opts.sequences; i++) free.push({index: i, seq: context.getSequence()});
+const waiting = [];
+const truth = opts.truth ? fs.openSync(opts.truth, "a") : null;
+let nextId = 1;
+
+function takeSequence() {
+	if (free.length) return Promise.resolve(free.shift());
+	return new Promise((resolve) => waiting.push(resolve));
+}
+
+async function giveSequence(s) {
+	// drops the sequence's KV cells (llama_memory_seq_rm) before reuse
+	await s.seq.clearHistory();
+	const w = waiting.shift();
+	if (w) w(s);
+	else free.push(s);
+}
+
+function piece(token) {
+	// byte-fallback and control tokens of a random model often decode to
+	// nothing; every generated token still gets its own (non-empty) event
+	const t = model.detokenize([token]);
+	return t.length ? t : "\ufffd";
+}
+
+function sse(res, obj) {
+	res.write("data: " + JSON.stringify(obj) + "\n\n");
+}
+
+async function complete(req, res, body, rec) {
+	const stream = body.stream === true;
+	const maxTokens = Number.isInteger(body.max_tokens) ? body.max_tokens : 16;
+	const prompt = typeof body.prompt === "string" ? body.prompt : "";
+	const id = "cmpl-" + nextId++;
+	rec.response_id = id;
+
+	rec.tokenize_start_ns = now();
+	const tokens = model.tokenize(prompt);
+	rec.tokenize_end_ns = now();
+	if (model.tokens.bos != null) tokens.unshift(model.tokens.bos);
+	rec.prompt_tokens = tokens.length;
+
+	const s = await takeSequence();
+	rec.admitted_ns = now();
+	rec.sequence = s.index;
+	const headers = {"X-Request-Id": rec.request_id};
+	if (stream) {
+		headers["Content-Type"] = "text/event-stream";
+		headers["Cache-Control"] = "no-cache";
+	} else {
+		headers["Content-Type"] = "application/json";
+	}
+	res.writeHead(200, headers);
+	const created = Math.floor(Date.now() / 1000);
+	const texts = [];
+	rec.token_ns = [];
+	rec.shared_steps = 0;
+	rec.token_write_start_ns = [];
+	rec.token_write_ns = [];
+	try {
+		if (maxTokens > 0) {
+			rec.prefill_start_ns = now();
+			const gen = s.seq.evaluate(tokens, {temperature: 0.8, seed: 13});
+			generating++;
+			try {
+				for await (const token of gen) {
+					const t = now();
+					if (rec.first_token_ns == null) rec.first_token_ns = t;
+					rec.token_ns.push(t);
+					const text = piece(token);
+					texts.push(text);
+					if (stream) {
+						rec.token_write_start_ns.push(now());
+						sse(res, {id, object: "text_completion", created, model: "tiny",
+							choices: [{index: 0, text, logprobs: null,
+								finish_reason: texts.length >= maxTokens ? "length" : null}]});
+						// res.write corks the socket until the next tick; uncork now
+						// so the write(2) happens between the two instants logged
+						res.socket?.uncork();
+						rec.token_write_ns.push(now());
+					}
+					if (texts.length >= maxTokens) break;
+					// shared_steps: next tokens asked for together with another request
+					if ((await stepBarrier()) > 1) rec.shared_steps++;
+				}
+			} finally {
+				generating--;
+				// the others may be waiting only for this request
+				if (round.waiters.length && round.waiters.length >= generating) release(round);
+			}
+		}
+	} finally {
+		await giveSequence(s);
+	}
+	const usage = {prompt_tokens: tokens.length, completion_tokens: texts.length,
+		total_tokens: tokens.length + texts.length};
+	if (stream) {
+		sse(res, {id, object: "text_completion", created, model: "tiny", choices: [], usage});
+		// res.end flushes the corked usage chunk, [DONE] and the chunked
+		// terminator in one write, before it returns
+		rec.end_start_ns = now();
+		res.end("data: [DONE]\n\n");
+	} else {
+		rec.end_start_ns = now();
+		res.end(JSON.stringify({id, object: "text_completion", created, model: "tiny",
+			choices: [{index: 0, text: texts.join(""), logprobs: null,
+				finish_reason: "length"}], usage}));
+	}
+	rec.completion_tokens = texts.length;
+	rec.end_ns = now();
+}
+
+function writeTruth(rec) {
+	if (truth == null) return;
+	const out = {};
+	for (const [k, v] of Object.entries(rec)) {
+		if (typeof v === "bigint") out[k] = Number(v);
+		else if (Array.isArray(v)) out[k] = v.map((x) => (typeof x === "bigint" ? Number(x) : x));
+		else out[k] = v;
+	}
+	fs.writeSync(truth, JSON.stringify(out) + "\n");
+}
+
+const server = http.createServer({noDelay: true, keepAliveTimeout: 30000}, (req, res) => {
+	const rec = {request_id: req.headers["x-request-id"] || null, arrival_ns: now(),
+		tokenize_tid: process.pid};
+	const chunks = [];
+	req.on("data", (c) => chunks.push(c));
+	req.on("end", () => {
+		rec.received_ns = now();
+		if (req.method !== "POST" || req.url !== "/v1/completions") {
+			res.writeHead(404, {"Content-Type": "application/json"});
+			res.end('{"error":"not found"}');
+			return;
+		}
+		let body;
+		try {
+			body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+		} catch {
+			res.writeHead(400, {"Content-Type": "application/json"});
+			res.end('{"error":"bad json"}');
+			return;
+		}
+		complete(req, res, body, rec).then(() => writeTruth(rec), (e) => {
+			rec.error = String(e);
+			writeTruth(rec);
+			if (!res.headersSent) res.writeHead(500);
+			res.end();
+		});
+	});
+});
+
+server.listen(opts.port, "127.0.0.1", () => {
+	process.stdout.write("listening on 127.0.0.1:" + server.address().port + "\n");
+});
+for (const sig of ["SIGTERM", "SIGINT"]) {
+	process.on(sig, () => {
+		server.close();
+		process.exit(0);
+	});
+}
