@@ -7,9 +7,9 @@
  * pointers into the buffer.
  *
  * Errors (negative errno): -ENODATA the buffer ends inside a value (a cut
- * capture: the bytes so far were fine), -EBADMSG a byte that is no msgpack
- * (0xc1) or a count that cannot fit the bytes left, -ELOOP nesting deeper
- * than the limit.
+ * capture or a truncated message: a length or count that claims more than
+ * the bytes left), -EBADMSG a byte that is no msgpack (0xc1), -ELOOP
+ * nesting deeper than the limit.
  */
 #ifndef RT_PROTO_MSGPACK_H
 #define RT_PROTO_MSGPACK_H
@@ -38,7 +38,8 @@ enum rt_mp_type {
 
 struct rt_mp_reader {
 	const uint8_t *buf;
-	size_t len;
+	size_t len; /* bytes at buf */
+	size_t size; /* the whole value's size: > len when the capture was cut */
 	size_t pos; /* next byte to read */
 };
 
@@ -63,7 +64,16 @@ static inline void rt_mp_init(struct rt_mp_reader *r, const void *buf, size_t le
 {
 	r->buf = buf;
 	r->len = len;
+	r->size = len;
 	r->pos = 0;
+}
+
+/* A capture of the first len bytes of size: counts are checked against
+ * size, reads past len are -ENODATA. */
+static inline void rt_mp_init_cut(struct rt_mp_reader *r, const void *buf, size_t len, size_t size)
+{
+	rt_mp_init(r, buf, len);
+	r->size = size > len ? size : len;
 }
 
 static inline size_t rt_mp_left(const struct rt_mp_reader *r)
@@ -73,9 +83,7 @@ static inline size_t rt_mp_left(const struct rt_mp_reader *r)
 
 /* Reads one value header (arrays and maps: the count only; their elements
  * are the next values). On error the position is unchanged. An array or map
- * count larger than the bytes left is -EBADMSG if the buffer is whole, and
- * cannot be told from a cut: callers that read cut captures treat both
- * as the end of what they can know. */
+ * count larger than the bytes left of size is -ENODATA. */
 int rt_mp_read(struct rt_mp_reader *r, struct rt_mp_value *v);
 
 /* Skips one whole value, nested ones included, at most max_depth levels of
