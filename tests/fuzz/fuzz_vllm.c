@@ -17,7 +17,8 @@
  * the frame's size; finish reasons are FinishReason values; a whole
  * message decodes the same twice; a cut capture reports a prefix of the
  * outputs the whole message reports; rt_mp_skip of the payload stays
- * inside it.
+ * inside it; the id matchers (vllm_id.h), run on the ADD's two ids and
+ * on pairs of output ids, keep their own promises.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -27,6 +28,7 @@
 
 #include "proto/msgpack.h"
 #include "proto/vllm.h"
+#include "proto/vllm_id.h"
 
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \
@@ -44,6 +46,7 @@ struct st {
 	size_t len, size;
 	int calls, outputs, batches;
 	size_t ids[IDS_MAX]; /* offsets of the outputs' request ids */
+	struct rt_vllm_str prev_id;
 };
 
 static void check_str(const struct st *s, struct rt_vllm_str str, bool nil_ok)
@@ -57,6 +60,30 @@ static void check_str(const struct st *s, struct rt_vllm_str str, bool nil_ok)
 	CHECK(str.len <= s->len - (size_t)((const uint8_t *)str.ptr - s->base));
 }
 
+/* the id rules (vllm_id.h) on whatever ids the message carries, each way */
+static void check_ids(struct rt_vllm_str a, struct rt_vllm_str b)
+{
+	int64_t k = -2;
+	bool sfx;
+
+	if (rt_vllm_id_internal(a, b, &k, &sfx))
+		CHECK(k >= -1 && a.len >= b.len);
+	for (int dir = 0; dir < 2; dir++) {
+		struct rt_vllm_str x = dir ? b : a, y = dir ? a : b;
+		enum rt_vllm_id_rule r;
+
+		if (!y.ptr)
+			continue;
+		r = rt_vllm_id_match_header(x, y.ptr, y.len, &k);
+		CHECK(r == RT_VLLM_ID_NO_MATCH || (x.ptr && x.len > y.len));
+		CHECK(r == RT_VLLM_ID_PROMPT ? k >= 0 : k == -1);
+		r = rt_vllm_id_match_response(x, y.ptr, y.len, &k);
+		CHECK(r != RT_VLLM_ID_EXACT ||
+		      (x.len == y.len && memcmp(x.ptr, y.ptr, y.len) == 0));
+		CHECK(r == RT_VLLM_ID_PROMPT ? k >= 0 : k == -1);
+	}
+}
+
 static void on_add(void *ctx, const struct rt_vllm_add *a)
 {
 	struct st *s = ctx;
@@ -68,6 +95,7 @@ static void on_add(void *ctx, const struct rt_vllm_add *a)
 	      (a->prompt_tokens >= 0 && (uint64_t)a->prompt_tokens <= s->size));
 	CHECK(a->n_fields <= s->size);
 	CHECK(a->cut == (s->len < s->size));
+	check_ids(a->request_id, a->external_req_id);
 }
 
 static void on_abort(void *ctx, struct rt_vllm_str id)
@@ -114,6 +142,9 @@ static void on_output(void *ctx, const struct rt_vllm_outputs *h, const struct r
 	CHECK(o->n_events <= s->size);
 	CHECK(o->events_present || o->n_events == 0);
 	CHECK(o->n_fields >= 2 && o->n_fields <= s->size);
+	if (s->outputs > 0)
+		check_ids(o->request_id, s->prev_id);
+	s->prev_id = o->request_id;
 	if (s->outputs < IDS_MAX)
 		s->ids[s->outputs] = (size_t)((const uint8_t *)o->request_id.ptr - s->base);
 	s->outputs++;
