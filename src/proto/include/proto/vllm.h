@@ -28,8 +28,9 @@
  * returns -ENODATA. Nothing after a cut is guessed.
  *
  * Return: the message kind (enum rt_vllm_kind, ≥ 0), or a negative errno:
- *   -ENODATA  the message ends inside a value (cut, or truncated on the wire)
- *   -EBADMSG  not msgpack (a reserved byte, a count that cannot fit)
+ *   -ENODATA  the message ends inside a value (cut, or truncated on the wire;
+ *             also a length or count that claims more than the frame holds)
+ *   -EBADMSG  not msgpack (a reserved byte), or bytes after the payload's value
  *   -ELOOP    nested deeper than RT_MP_DEPTH_MAX
  *   -ENOMSG   an unknown request type byte, or frames that are no vLLM
  *             message (none, an empty type frame, a type frame longer
