@@ -717,11 +717,11 @@ static void test_daemon_killed(void **state)
 	init_library();
 	assert_int_equal(read_accept(rfd, 5000, &pid, &lost), 0);
 	assert_int_equal(pid, getpid());
-	before = host_rate(10, 100);
+	before = host_rate(16, 80);
 	kill(dpid, SIGKILL);
 	waitpid(dpid, &st, 0);
 	close(rfd);
-	after = host_rate(10, 100);
+	after = host_rate(16, 80);
 	fprintf(stderr,
 		"host loop: best %.0f iterations per CPU-second with the daemon, %.0f after "
 		"SIGKILL; the loop without the library best %.0f then %.0f; median relative "
@@ -735,8 +735,11 @@ static void test_daemon_killed(void **state)
 	 * The dead daemon makes the host's calls no dearer and sets no library thread
 	 * spinning. The host's voluntary switches are printed, not judged: under TSan a
 	 * brief wait on a lock the library thread holds counts as one (seen: 11, then 55).
+	 * The bound is 80%: a call that got dearer because the daemon died (a retry per
+	 * call, a spinning reconnect) costs a multiple, while two medians of the same
+	 * healthy loop were seen 10.5% apart on a loaded 2-core machine (89.5%).
 	 */
-	assert_true(after.rel >= 0.9 * before.rel);
+	assert_true(after.rel >= 0.8 * before.rel);
 	assert_true(after.others_ns <= before.others_ns + after.host_ns / 20);
 	/* a new daemon gets the process back, and hears what was lost meanwhile */
 	dpid = testd_fork(sock_path, &rfd);
