@@ -27,6 +27,8 @@
 #define BATCH_MAX_MEAN_STEP 1.5
 /* ... while most of the requests waiting for the engine are left out */
 #define BATCH_MIN_SCORE 0.4
+/* ... over steps spread across at least half the window */
+#define BATCH_MIN_COVER 0.5
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -254,6 +256,7 @@ struct steps {
 	uint32_t tid;
 	const char *comm;
 	uint32_t n; /* steps counted */
+	uint64_t first_ns, last_ns; /* the first and the last counted step's start */
 	uint32_t hist[9]; /* sizes 1..8, 9+ in [8] */
 	double sum_size, sum_waiting;
 	uint64_t step_ns_sum;
@@ -384,7 +387,9 @@ static int find_steps(const struct rt_fctx *c, struct steps *st)
 			continue;
 		if (waiting < size)
 			waiting = size;
-		st->n++;
+		if (!st->n++)
+			st->first_ns = t;
+		st->last_ns = t;
 		st->hist[size > 8 ? 8 : size - 1]++;
 		st->sum_size += size;
 		st->sum_waiting += waiting;
@@ -406,6 +411,14 @@ static int batching(struct rt_fctx *c)
 	err = find_steps(c, &st);
 	if (err || st.n < BATCH_MIN_STEPS)
 		return err;
+	/*
+	 * Steps whose size is known only early in the window (long requests
+	 * dropped slices later) are the ramp-up, when requests arrive one by
+	 * one: a sample of less than half the window says nothing of its batches
+	 * (seen: a healthy max_batch 4 run judged on its first 45 steps).
+	 */
+	if (c->window_ns > 0 && (double)(st.last_ns - st.first_ns) < BATCH_MIN_COVER * c->window_ns)
+		return 0;
 	mean = st.sum_size / st.n;
 	waiting = st.sum_waiting / st.n;
 	score = 1 - mean / waiting;
