@@ -211,12 +211,12 @@ static void test_bad_files(void **state)
 		free(t);
 	}
 	/* comments, blank lines, spaces, CRLF, the engine defaulting to the name */
-	assert_int_equal(
-		rt_pack_parse("ok.conf",
-			      "# c\r\n\r\n [pack] \nname=t # x\nversion =1\n"
-			      "symbols = f  g\n[probes]\n  f = decode batch return args=1\n",
-			      p, err, sizeof(err)),
-		0);
+	assert_int_equal(rt_pack_parse("ok.conf",
+				       "# c\r\n\r\n [pack] \nname=t # x\nversion =1\n"
+				       "symbols = f  g\n[probes]\n"
+				       "  f = decode batch return=i64 args=1:ptr,2:bool,3:i32\n",
+				       p, err, sizeof(err)),
+			 0);
 	assert_string_equal(p->engine, "t");
 	assert_int_equal(p->n_symbols, 2);
 	assert_int_equal(p->probes[0].n_args, 3);
