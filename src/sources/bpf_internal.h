@@ -19,6 +19,7 @@ struct sched_bpf;
 struct sock_bpf;
 struct marker_bpf;
 struct rt_bpf_gpu; /* bpf_gpu.c: gpu.bpf.c and the libcuda/libnccl files it is attached to */
+struct rt_bpf_pack; /* bpf_pack.c: pack.bpf.c and the files engine packs attached to */
 
 #define RT_BPF_LINKS_MAX 40 /* 5 scheduler + 13 entry + 13 exit + 2 arrival tracepoints */
 #define RT_BPF_MARK_FUNCS 6 /* the last, rt_mark_step_begin_tokens, is optional (ABI 2) */
@@ -39,6 +40,7 @@ struct rt_bpf_source {
 	struct rt_marker_lib libs[RT_BPF_MARKER_LIBS_MAX];
 	int n_libs;
 	struct rt_bpf_gpu *gpu; /* NULL until the first rt_bpf_source__attach_gpu() */
+	struct rt_bpf_pack *pack; /* NULL until the first rt_bpf_source__attach_packs() */
 	bool arrival_on; /* both arrival tracepoints attached (bpf_attach.c) */
 
 	struct ring_buffer *rb;
@@ -78,5 +80,8 @@ __u64 rt_bpf_now_ns(void);
 /* bpf_gpu.c */
 void rt_bpf_gpu_stats(const struct rt_bpf_source *s, struct rt_bpf_stats *st);
 void rt_bpf_gpu_free(struct rt_bpf_source *s);
+
+/* bpf_pack.c */
+void rt_bpf_pack_free(struct rt_bpf_source *s);
 
 #endif /* RT_SOURCES_BPF_INTERNAL_H */

@@ -515,6 +515,7 @@ void rt_bpf_source__free(struct rt_bpf_source *s)
 		return;
 	rt_bpf_detach_all(s);
 	rt_bpf_gpu_free(s);
+	rt_bpf_pack_free(s);
 	ring_buffer__free(s->rb);
 	if (s->cons_pos)
 		munmap((void *)s->cons_pos, s->page_size);

@@ -132,4 +132,34 @@ int rt_pack_match_file(const struct rt_packs *ps, const char *path, struct rt_pa
  */
 int rt_pack_mapped_files(pid_t pid, int (*fn)(const char *path, void *ctx), void *ctx);
 
+/* ---- what `reqtrace status` says (rt_bpf_source__pack_stats) ------------ */
+
+#define RT_PACK_FAILURES_MAX 4 /* kept per pack; later ones overwrite the last */
+
+struct rt_pack_failure {
+	char file[256];
+	char reason[200];
+};
+
+struct rt_pack_stat {
+	char name[RT_PACK_NAME_LEN];
+	char version[RT_PACK_NAME_LEN];
+	uint32_t matched; /* files this pack matched (by symbols, or by name only) */
+	uint32_t attached; /* files with at least one of its uprobes */
+	uint32_t failed; /* files matched that it could not attach to (or only in part) */
+	uint64_t probes; /* uprobes and uretprobes attached */
+	uint32_t n_failures;
+	struct rt_pack_failure failures[RT_PACK_FAILURES_MAX];
+};
+
+struct rt_pack_stats {
+	uint32_t n; /* packs loaded */
+	uint64_t files_examined; /* distinct mapped files read */
+	uint64_t probes;
+	uint64_t
+		bad_cookie; /* hits whose cookie named no spec (cannot happen unless maps disagree) */
+	uint64_t batch_unreadable; /* llama_decode batches the probe could not read */
+	struct rt_pack_stat packs[RT_PACKS_MAX];
+};
+
 #endif /* RT_SOURCES_PACK_H */
