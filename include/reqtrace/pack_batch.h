@@ -43,9 +43,10 @@ struct rt_pack_batch_scan {
 	__s32 seq_drop_prev; /* last sequence that found no room */
 	__u32 drop_any;
 	__u32 last_dropped; /* the previous token's sequence found no room */
-	__s32 pos_c[RT_PACK_CHUNK];
-	__u64 seqp_c[RT_PACK_CHUNK];
-	__s8 logits_c[RT_PACK_CHUNK];
+	/* twice a chunk: the verifier sees a read size only through a mask (below) */
+	__s32 pos_c[2 * RT_PACK_CHUNK];
+	__u64 seqp_c[2 * RT_PACK_CHUNK];
+	__s8 logits_c[2 * RT_PACK_CHUNK];
 };
 
 static inline __u64 rt_pack_u64_at(const __u8 *b, __u32 off)
@@ -111,9 +112,16 @@ static inline int rt_pack_batch_chunk(struct rt_pack_batch_scan *sc, __u32 i, __
 
 	if (cnt > RT_PACK_CHUNK)
 		cnt = RT_PACK_CHUNK;
-	/* explicit bounds: the verifier checks each size against its buffer */
-	if (cnt < 1 || cnt > RT_PACK_CHUNK)
+	if (cnt < 1)
 		return -1;
+	/*
+	 * A no-op on the value (cnt <= RT_PACK_CHUNK), but the verifier loses
+	 * compared bounds across the compiler's register copies and keeps a
+	 * mask's: each size below is then within its (doubled) buffer. The
+	 * empty asm keeps the compiler from dropping the mask it knows is moot.
+	 */
+	asm volatile("" : "+r"(cnt));
+	cnt &= 2 * RT_PACK_CHUNK - 1;
 	if (sc->pos && RT_PACK_READ(sc->pos_c, cnt * 4, sc->pos + (__u64)i * 4))
 		return -1;
 	if (sc->seq_id && RT_PACK_READ(sc->seqp_c, cnt * 8, sc->seq_id + (__u64)i * 8))

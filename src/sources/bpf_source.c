@@ -81,6 +81,10 @@ static size_t min_size(unsigned int kind)
 		return sizeof(struct rt_ev_cuda_api);
 	case RT_EV_NCCL_ENTER:
 		return sizeof(struct rt_ev_nccl);
+	case RT_EV_PACK_CALL:
+		return sizeof(struct rt_ev_pack_call);
+	case RT_EV_PACK_BATCH:
+		return sizeof(struct rt_ev_pack_batch);
 	case RT_EV_LOSS:
 		return sizeof(struct rt_ev_loss);
 	default:
