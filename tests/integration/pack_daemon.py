@@ -12,6 +12,8 @@ program's calls, recorded with --record and printed by `reqtrace replay
 --events`, must be exactly its script: tokenize, a 40-token prefill batch
 of sequence 0, sync, three two-sequence decode steps, a
 llama_batch_get_one batch (pos/seq_id/logits NULL), seq_rm, token_to_piece.
+A fourth target, an OpenMP program, gets the libgomp pack on the system's
+libgomp: one region entry (2 threads asked) and return per parallel loop.
 Root (the daemon loads BPF); fails instead of skipping when CI=true and it
 cannot run.
 """
@@ -76,16 +78,19 @@ def expected(pid, tid, pk, logits_ptr):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prog", required=True)
+    ap.add_argument("--omp", required=True)
     ap.add_argument("--fakes", required=True)
     a = ap.parse_args()
     lc.require_root()
-    for p in (a.prog, os.path.join(a.fakes, "static", "llama-server"),
+    for p in (a.prog, a.omp, os.path.join(a.fakes, "static", "llama-server"),
               os.path.join(a.fakes, "stripped", "llama-server")):
         if not os.access(p, os.X_OK):
             lc.cannot_run("%s is not built" % p)
 
     prog = subprocess.Popen([a.prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     check(prog.stdout.readline().strip() == "ready", "the fake engine is up")
+    omp = subprocess.Popen([a.omp], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    check(omp.stdout.readline().strip() == "ready", "the OpenMP program is up")
     waiters = [subprocess.Popen([os.path.join(a.fakes, k, "llama-server"), "wait"],
                                 stdin=subprocess.PIPE) for k in ("static", "stripped")]
     d = None
@@ -97,14 +102,16 @@ def main():
         with open(conf, "w") as f:
             f.write("[daemon]\npack_dir = %s\n" % os.path.join(lc.SRC, "configs", "packs"))
         rec = os.path.join(tmp, "events.rtrace")
-        args = ["--config", conf, "--record", rec, "--pid", str(prog.pid)]
+        args = ["--config", conf, "--record", rec, "--pid", str(prog.pid), "--pid", str(omp.pid)]
         for w in waiters:
             args += ["--pid", str(w.pid)]
         d = lc.Daemon(args)
 
         def settled(st):
             p25, p24 = pack_of(st, "llama-cpp-2025"), pack_of(st, "llama-cpp-2024")
-            return p25 and p24 and p25["attached"] >= 2 and p24["failed"] >= 1
+            gomp = pack_of(st, "libgomp")
+            return (p25 and p24 and gomp and p25["attached"] >= 2 and p24["failed"] >= 1 and
+                    gomp["attached"] >= 1)
 
         st = wait_status(d, settled)
         packs = st.get("packs") or {}
@@ -120,8 +127,12 @@ def main():
               p24["failures"][0]["reason"] == "stripped: no symbol tables" and
               p24["failures"][0]["file"].endswith("/stripped/llama-server"),
               "the stripped llama-server: matched by name, cannot attach: %s" % p24)
-        check(packs.get("probes") == 24 and packs.get("batch_unreadable") == 0,
-              "24 uprobes in all, no unreadable batch")
+        gomp = pack_of(st, "libgomp")
+        check(gomp is not None and gomp["matched"] == 1 and gomp["attached"] == 1 and
+              gomp["failed"] == 0 and gomp["probes"] >= 2,
+              "libgomp on the system's libgomp.so.1: %s" % gomp)
+        check(packs.get("probes") == 24 + (gomp["probes"] if gomp else 0) and
+              packs.get("batch_unreadable") == 0, "the uprobes add up, no unreadable batch")
 
         prog.stdin.write("go\n")
         prog.stdin.flush()
@@ -129,6 +140,10 @@ def main():
         check(len(done) == 4 and done[0] == "done" and done[3] == "0",
               "the script ran: %s" % done)
         tid, logits_ptr = int(done[1]), int(done[2])
+        omp.stdin.write("go\n")
+        omp.stdin.flush()
+        odone = omp.stdout.readline().split()
+        check(len(odone) == 2 and odone[0] == "done", "the OpenMP program ran: %s" % odone)
         time.sleep(1.5)  # drained on the daemon's timer
         check(d.stop() == 0, "reqtraced stops cleanly")
         r = subprocess.run([lc.REQTRACE, "replay", rec, "--events"], capture_output=True,
@@ -140,6 +155,14 @@ def main():
             if m and int(m.group(3)) == prog.pid:
                 got.append(m.group(1) + " " + m.group(2))
         want = expected(prog.pid, tid, p25["id"] if p25 else -1, logits_ptr)
+        ogot = [line.split(" src=", 1)[1] for line in r.stdout.splitlines()
+                if " PACK_" in line and " pid=%d " % omp.pid in line]
+        gid = gomp["id"] if gomp else -1
+        region = "PACK_CALL    pid=%d tid=%s pack=%d role=region " % (omp.pid, odone[1], gid)
+        owant = [region + "entry args=2,0,0,0", region + "return args=0,0,0,0 retval=0"] * 3
+        check([x.split(" ", 1)[1] for x in ogot] == owant,
+              "libgomp: three regions of two threads on the OpenMP program's main thread: %s"
+              % ogot)
         check(got == want, "the recorded PACK records are the script, exactly (%d of %d)"
               % (len(got), len(want)))
         if got != want:
@@ -150,7 +173,7 @@ def main():
                 if g != w:
                     log("   want " + w)
     finally:
-        for p in [prog] + waiters:
+        for p in [prog, omp] + waiters:
             try:
                 p.stdin.close()
             except OSError:

@@ -5,6 +5,8 @@
 #                 tokenize/decode/sync/seq_rm calls, records checked exactly
 #   pack_daemon   (root) the same calls under reqtraced --record, read back
 #                 with `reqtrace replay --events`, and `reqtrace status`
+#                 (static and stripped llama-server too); the libgomp pack's
+#                 region records from an OpenMP program
 if(RT_WITH_BPF)
 	add_executable(pack_uprobes ${CMAKE_CURRENT_LIST_DIR}/pack_uprobes.c)
 	target_include_directories(pack_uprobes PRIVATE ${CMAKE_SOURCE_DIR}/tests/fixtures/fake_llama)
@@ -21,7 +23,13 @@ if(RT_WITH_BPF)
 	find_program(RT_PACK_PYTHON3 python3 REQUIRED)
 	rt_script_test(pack_daemon LABEL root TIMEOUT 120
 		COMMAND ${RT_PACK_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/pack_daemon.py
-			--prog $<TARGET_FILE:pack_llama_prog> --fakes ${CMAKE_BINARY_DIR}/tests/fake_llama)
+			--prog $<TARGET_FILE:pack_llama_prog> --omp $<TARGET_FILE:pack_omp_prog>
+			--fakes ${CMAKE_BINARY_DIR}/tests/fake_llama)
 	set_tests_properties(pack_daemon PROPERTIES SKIP_RETURN_CODE 77)
 	add_dependencies(pack_llama_prog rt_fake_llama_server rt_fake_llama_stripped)
+	# the libgomp pack on Debian's libgomp (gcc's own OpenMP runtime)
+	find_package(OpenMP REQUIRED COMPONENTS C)
+	add_executable(pack_omp_prog ${CMAKE_CURRENT_LIST_DIR}/pack_omp_prog.c)
+	target_link_libraries(pack_omp_prog PRIVATE OpenMP::OpenMP_C)
+	add_dependencies(pack_llama_prog pack_omp_prog)
 endif()
