@@ -87,7 +87,7 @@ static void test_configs(void **state)
 	assert_string_equal(p->engine, "llama.cpp");
 	assert_string_equal(p->version, "2025.06");
 	assert_int_equal(p->n_symbols, 3);
-	assert_int_equal(p->n_files, 2);
+	assert_int_equal(p->n_files, 3);
 	pr = probe_of(p, "llama_decode");
 	assert_int_equal(pr->role, RT_PACK_DECODE);
 	assert_int_equal(pr->reader, RT_PACK_READER_LLAMA_BATCH);
