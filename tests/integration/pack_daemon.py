@@ -14,6 +14,7 @@ of sequence 0, sync, three two-sequence decode steps, a
 llama_batch_get_one batch (pos/seq_id/logits NULL), seq_rm, token_to_piece.
 A fourth target, an OpenMP program, gets the libgomp pack on the system's
 libgomp: one region entry (2 threads asked) and return per parallel loop.
+A directory with a bad pack file stops reqtraced's start, naming FILE:LINE.
 Root (the daemon loads BPF); fails instead of skipping when CI=true and it
 cannot run.
 """
@@ -75,6 +76,22 @@ def expected(pid, tid, pk, logits_ptr):
     return out
 
 
+def bad_pack_refused(tmp):
+    """A bad pack file stops the start, naming its line; a missing directory does not."""
+    bad = os.path.join(tmp, "bad-packs")
+    os.makedirs(bad)
+    with open(os.path.join(bad, "x.conf"), "w") as f:
+        f.write("[pack]\nname = x\nversion = 1\nsymbols = f\n[probes]\nf = prefill\n")
+    conf = os.path.join(tmp, "bad.conf")
+    with open(conf, "w") as f:
+        f.write("[daemon]\npack_dir = %s\n" % bad)
+    r = subprocess.run([lc.REQTRACED, "--config", conf, "--socket", os.path.join(tmp, "b.sock"),
+                        "--no-inject"], capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "x.conf:6: f: unknown role 'prefill'" in r.stderr,
+          "a bad pack refuses the start with FILE:LINE: rc %d, %s" % (r.returncode,
+                                                                     r.stderr.strip()[-200:]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prog", required=True)
@@ -98,6 +115,7 @@ def main():
 
         tmp = tempfile.mkdtemp(prefix="rt-packs-")
         lc.tb._tmpdirs.append(tmp)
+        bad_pack_refused(tmp)
         conf = os.path.join(tmp, "reqtraced.conf")
         with open(conf, "w") as f:
             f.write("[daemon]\npack_dir = %s\n" % os.path.join(lc.SRC, "configs", "packs"))
