@@ -152,6 +152,13 @@ def main():
         check(packs.get("probes") == 24 + (gomp["probes"] if gomp else 0) and
               packs.get("batch_unreadable") == 0, "the uprobes add up, no unreadable batch")
 
+        r = subprocess.run([lc.REQTRACE, "--socket", d.sock, "status"], capture_output=True,
+                           text=True)
+        check(r.returncode == 0 and
+              "pack llama-cpp-2025 2025.06: 2 files matched, 2 attached (24 probes), 0 failed"
+              in r.stdout and "/stripped/llama-server: stripped: no symbol tables" in r.stdout,
+              "reqtrace status says it in words: %s" % [x for x in r.stdout.splitlines()
+                                                        if "pack" in x or "stripped" in x])
         prog.stdin.write("go\n")
         prog.stdin.flush()
         done = prog.stdout.readline().split()
