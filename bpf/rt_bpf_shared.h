@@ -31,4 +31,28 @@ enum rt_bpf_counter {
 /* Payload bytes the sock scratch buffer holds (head and tail at their maximum). */
 #define RT_BPF_IO_DATA_MAX (RT_SOCK_HEAD_MAX + RT_SOCK_TAIL_MAX)
 
+/*
+ * Engine-pack uprobes (bpf/pack.bpf.c): the loader gives every attached
+ * probe a slot of `pack_specs`, whose index is the probe's BPF cookie.
+ */
+#define RT_BPF_PACK_SLOTS 1024
+
+struct rt_bpf_pack_spec {
+	__u32 pack; /* the wire pack id: the index in the loaded packs */
+	__u16 role; /* enum rt_pack_role; 0: a free slot */
+	__u8 n_args;
+	__u8 reader; /* enum rt_pack_reader (src/sources/include/sources/pack.h) */
+	__u8 args[4]; /* 1-based argument numbers */
+	__u8 arg_type[4]; /* enum rt_pack_type of each */
+	__u8 ret_type; /* enum rt_pack_type of the return value */
+	__u8 _pad[3];
+};
+
+/* Slots of pack.bpf.c's per-CPU `pack_counters`. */
+enum rt_bpf_pack_counter {
+	RT_PACK_CNT_BAD_COOKIE = 0, /* a hit whose cookie names no spec */
+	RT_PACK_CNT_BATCH_UNREADABLE = 1, /* llama_decode's batch itself could not be read */
+	RT_PACK_CNT__MAX = 2,
+};
+
 #endif /* RT_BPF_SHARED_H */

@@ -44,6 +44,10 @@ install(FILES ${CMAKE_SOURCE_DIR}/include/reqtrace/marker.h
 install(FILES ${CMAKE_SOURCE_DIR}/src/marker/python/reqtrace_marker.py
 	DESTINATION ${CMAKE_INSTALL_DATADIR}/reqtrace/python)
 
+# Engine packs (docs/packs.md): reqtraced's default pack_dir
+file(GLOB rt_packs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/configs/packs/*.conf)
+install(FILES ${rt_packs} DESTINATION ${CMAKE_INSTALL_DATADIR}/reqtrace/configs/packs)
+
 # Fleet pieces: the Grafana dashboard and the Collector example (docs/deploy.md)
 install(FILES ${CMAKE_SOURCE_DIR}/configs/grafana/reqtrace.json
 	DESTINATION ${CMAKE_INSTALL_DATADIR}/reqtrace/grafana)

@@ -134,4 +134,35 @@ static inline int rt_abi_arg_loc(enum rt_abi abi, __u32 n, struct rt_abi_arg *lo
 	}
 }
 
+/*
+ * A structure larger than 16 bytes passed by value as argument n, every
+ * argument before it an integer or pointer (llama_decode's llama_batch:
+ * n = 2). x86-64 SysV gives it class MEMORY: it is copied onto the stack,
+ * takes no register, and is the first stack argument, at [sp + 8] when
+ * nothing else went on the stack. AAPCS64 copies it to caller memory and
+ * passes that copy's address in the register of argument n. Fills *loc:
+ * in_reg 0: the structure itself is at sp + off; in_reg 1: the register at
+ * pt_regs + off holds its address. -1 for an unknown ABI or an n that is
+ * not a register argument.
+ */
+static inline int rt_abi_big_arg_loc(enum rt_abi abi, __u32 n, struct rt_abi_arg *loc)
+{
+	switch (abi) {
+	case RT_ABI_X86_64:
+		if (n < 1 || n > RT_X86_64_REG_ARGS)
+			return -1;
+		loc->in_reg = 0;
+		loc->off = RT_X86_64_STACK_SKIP;
+		return 0;
+	case RT_ABI_AAPCS64:
+		if (n < 1 || n > RT_AAPCS64_REG_ARGS)
+			return -1;
+		loc->in_reg = 1;
+		loc->off = RT_AAPCS64_ARG1_OFF + 8 * (n - 1);
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 #endif /* RT_UPROBE_ARGS_H */

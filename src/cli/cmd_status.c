@@ -135,6 +135,30 @@ static void print_status(const cJSON *st)
 			       rt_client_num(t, "kernels"));
 		}
 	}
+	/* engine packs (docs/packs.md): only those that matched a file */
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(
+				      cJSON_GetObjectItemCaseSensitive(st, "packs"), "list"))
+	{
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+		const cJSON *ver = cJSON_GetObjectItemCaseSensitive(t, "version");
+		const cJSON *f;
+
+		if (rt_client_num(t, "matched") <= 0)
+			continue;
+		printf("pack %s %s: %.0f files matched, %.0f attached (%.0f probes), %.0f failed\n",
+		       cJSON_IsString(name) ? name->valuestring : "?",
+		       cJSON_IsString(ver) ? ver->valuestring : "?", rt_client_num(t, "matched"),
+		       rt_client_num(t, "attached"), rt_client_num(t, "probes"),
+		       rt_client_num(t, "failed"));
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "failures"))
+		{
+			const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "file");
+			const cJSON *why = cJSON_GetObjectItemCaseSensitive(f, "reason");
+
+			printf("  %s: %s\n", cJSON_IsString(file) ? file->valuestring : "?",
+			       cJSON_IsString(why) ? why->valuestring : "?");
+		}
+	}
 	printf("sources:\n");
 	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(st, "sources"))
 	{

@@ -36,12 +36,13 @@ static const struct kind_info kinds[RT_EV__MAX] = {
 	KIND(MARK_STEP_END, struct rt_ev_mark_step),
 	KIND(MARK_BIND, struct rt_ev_mark_bind),
 	KIND(MARK_STEP_TOKENS, struct rt_ev_mark_step_tokens),
-	KIND(PACK_CALL, struct rt_ev_pack_call),
 	KIND(CUDA_API_ENTER, struct rt_ev_cuda_api),
 	KIND(CUDA_API_EXIT, struct rt_ev_cuda_api),
 	KIND(NCCL_ENTER, struct rt_ev_nccl),
 	KIND(NCCL_EXIT, struct rt_ev_nccl),
 	KIND(ZMQ_MSG, struct rt_ev_zmq_msg),
+	KIND(PACK_CALL, struct rt_ev_pack_call),
+	KIND(PACK_BATCH, struct rt_ev_pack_batch),
 	KIND(GPU_KERNEL, struct rt_ev_gpu_kernel),
 	KIND(GPU_MEMCPY, struct rt_ev_gpu_memcpy),
 	KIND(GPU_MEMSET, struct rt_ev_gpu_memset),
@@ -234,6 +235,43 @@ static int check_zmq(const struct rt_event_hdr *ev, struct rt_event_fault *f)
 	return 0;
 }
 
+#define RT_PACK_BATCH_FLAGS_ALL 0x3f /* every RT_PACK_BATCH_* flag */
+
+/* Engine packs: consumers index by role and walk seqs[] by n_seqs. */
+static int check_pack(const struct rt_event_hdr *ev, struct rt_event_fault *f)
+{
+	const struct rt_ev_pack_call *c = (const void *)ev;
+	const struct rt_ev_pack_batch *b = (const void *)ev;
+	__u64 sum = 0;
+	__u32 i;
+
+	if (ev->kind == RT_EV_PACK_CALL) {
+		if (c->role < RT_PACK_TOKENIZE)
+			return BAD(struct rt_ev_pack_call, role, "%u unknown", c->role);
+		CHECK_MAX(struct rt_ev_pack_call, c, role, RT_PACK_REGION);
+		CHECK_MAX(struct rt_ev_pack_call, c, ret, 1);
+		return 0;
+	}
+	CHECK_MAX(struct rt_ev_pack_batch, b, n_seqs, RT_PACK_BATCH_SEQS);
+	CHECK_MAX(struct rt_ev_pack_batch, b, n_read, b->n_tokens);
+	if (b->flags & ~(__u32)RT_PACK_BATCH_FLAGS_ALL)
+		return BAD(struct rt_ev_pack_batch, flags, "0x%x has unknown bits", b->flags);
+	for (i = 0; i < b->n_seqs; i++) {
+		const struct rt_pack_seq *q = &b->seqs[i];
+
+		if (q->n_logits > q->n_tokens || q->pos_min > q->pos_max)
+			return fail(
+				f, offsetof(struct rt_ev_pack_batch, seqs) + i * sizeof(*q),
+				"PACK_BATCH seqs[%u]: %u outputs of %u tokens, positions %d..%d", i,
+				q->n_logits, q->n_tokens, q->pos_min, q->pos_max);
+		sum += q->n_tokens;
+	}
+	if (sum > b->n_read)
+		return BAD(struct rt_ev_pack_batch, n_read, "%u below the sequences' %llu tokens",
+			   b->n_read, (unsigned long long)sum);
+	return 0;
+}
+
 static int check_task(const struct rt_event_hdr *ev, struct rt_event_fault *f)
 {
 	const struct rt_ev_sched_switch *sw = (const void *)ev;
@@ -324,6 +362,9 @@ int rt_event_check_body(const struct rt_event_hdr *ev, struct rt_event_fault *f)
 		return check_gpu(ev, f);
 	case RT_EV_ZMQ_MSG:
 		return check_zmq(ev, f);
+	case RT_EV_PACK_CALL:
+	case RT_EV_PACK_BATCH:
+		return check_pack(ev, f);
 	case RT_EV_LOSS:
 		CHECK_BEFORE(struct rt_ev_loss, lo, since_ns);
 		break;

@@ -18,6 +18,7 @@
 #include "otlp.h"
 #include "sources/bpf_source.h"
 #include "sources/bpf_zmq.h"
+#include "sources/pack.h"
 
 static void send_jsonw(struct rt_ctl_client *cl, struct rt_jsonw *w)
 {
@@ -240,6 +241,61 @@ static void status_gpu(struct rt_daemon *d, const struct rt_bpf_stats *bs, struc
 	rt_jsonw_arr_close(w);
 	rt_jsonw_obj_close(w);
 	free(gs);
+}
+
+/* Engine packs (docs/packs.md "What status says"): per pack, what matched and what failed. */
+static void status_packs(struct rt_daemon *d, struct rt_jsonw *w)
+{
+	struct rt_pack_stats *ps = calloc(1, sizeof(*ps));
+	uint32_t i, k;
+
+	rt_jsonw_key(w, "packs");
+	if (!ps) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_bpf_source__pack_stats(d->bpf, ps);
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "dir");
+	if (d->o.pack_dir && *d->o.pack_dir)
+		rt_jsonw_str_val(w, d->o.pack_dir);
+	else
+		rt_jsonw_null(w);
+	key_u64(w, "loaded", d->packs ? d->packs->n : 0);
+	key_u64(w, "files_examined", ps->files_examined);
+	key_u64(w, "probes", ps->probes);
+	key_u64(w, "batch_unreadable", ps->batch_unreadable);
+	rt_jsonw_key(w, "list");
+	rt_jsonw_arr_open(w);
+	for (i = 0; d->packs && i < d->packs->n; i++) {
+		const struct rt_pack_stat *s = &ps->packs[i];
+
+		rt_jsonw_obj_open(w);
+		key_u64(w, "id", i);
+		rt_jsonw_key(w, "name");
+		rt_jsonw_str_val(w, d->packs->packs[i].name);
+		rt_jsonw_key(w, "version");
+		rt_jsonw_str_val(w, d->packs->packs[i].version);
+		key_u64(w, "matched", s->matched);
+		key_u64(w, "attached", s->attached);
+		key_u64(w, "failed", s->failed);
+		key_u64(w, "probes", s->probes);
+		rt_jsonw_key(w, "failures");
+		rt_jsonw_arr_open(w);
+		for (k = 0; k < s->n_failures && k < RT_PACK_FAILURES_MAX; k++) {
+			rt_jsonw_obj_open(w);
+			rt_jsonw_key(w, "file");
+			rt_jsonw_str_val(w, s->failures[k].file);
+			rt_jsonw_key(w, "reason");
+			rt_jsonw_str_val(w, s->failures[k].reason);
+			rt_jsonw_obj_close(w);
+		}
+		rt_jsonw_arr_close(w);
+		rt_jsonw_obj_close(w);
+	}
+	rt_jsonw_arr_close(w);
+	rt_jsonw_obj_close(w);
+	free(ps);
 }
 
 static void drop_json(void *ctx, const char *key, uint64_t v)
@@ -563,6 +619,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	status_inject(d, &w);
 	status_gpu(d, bs, &w);
 	status_zmq(d, &w);
+	status_packs(d, &w);
 	status_nvml(d, &w);
 
 	/* every bounded stage and what it had to drop */

@@ -48,6 +48,7 @@ enum rt_cfg_key {
 	RT_CFG_JSONL_PATH,
 	RT_CFG_JSONL_MAX_BYTES,
 	RT_CFG_JSONL_KEEP,
+	RT_CFG_PACK_DIR,
 	RT_CFG__N,
 };
 

@@ -27,9 +27,11 @@
 #include "daemon/sdnotify.h"
 #include "sources/bpf_source.h"
 #include "sources/bpf_zmq.h"
+#include "sources/pack.h"
 
 #define DRAIN_MS 10
 #define SCAN_MS 250
+#define PACK_SCAN_MS 1000 /* engine packs: mapped files read again (new ones examined) */
 #define STATS_MS 1000
 #define LISTEN_MS 1000
 #define NVML_MS 1000 /* NVML link counters: a read of cumulative fields costs microseconds */
@@ -236,6 +238,12 @@ static void on_scan_timer(uv_timer_t *h)
 	for (i = 0; i < n && d->bpf; i++)
 		if (rt_procfs_find_lib(pids[i], RT_ZMQ_LIB_NAME, lib, sizeof(lib)) == 1)
 			rt_bpf_source__attach_zmq(d->bpf, lib);
+	/* and an engine's library (docs/packs.md): every file once, so a second is enough */
+	if (d->packs && ++d->pack_ticks * SCAN_MS >= PACK_SCAN_MS) {
+		d->pack_ticks = 0;
+		for (i = 0; i < n && d->bpf; i++)
+			rt_bpf_source__attach_packs(d->bpf, d->packs, (__u32)pids[i]);
+	}
 }
 
 static void on_stats_timer(uv_timer_t *h)
@@ -327,6 +335,9 @@ static int target_add(void *ctx, const struct rt_target *t, pid_t pid)
 		if (err)
 			wlog("ZeroMQ probes in %s: %s", lib, strerror(-err));
 	}
+	/* engine packs on the files it maps; `status` says what matched and failed */
+	if (d->packs)
+		rt_bpf_source__attach_packs(d->bpf, d->packs, (__u32)pid);
 	return 0;
 }
 
@@ -473,6 +484,22 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	}
 	rt_merge__add_source(rt_pipeline__merge(d->pipe), RT_SOURCE_DAEMON);
 	rt_merge__add_source(rt_pipeline__merge(d->pipe), RT_SOURCE_BPF);
+
+	if (o->pack_dir && *o->pack_dir) {
+		char why[768];
+
+		err = rt_packs_load_dir(o->pack_dir, &d->packs, why, sizeof(why));
+		if (err == -ENOENT) {
+			/* not installed (a build tree): tracing goes on without packs */
+			wlog("engine packs: %s", why);
+			err = 0;
+		} else if (err) {
+			elog("engine packs: %s", why);
+			goto cleanup;
+		} else {
+			ilog("engine packs: %u from %s", d->packs->n, o->pack_dir);
+		}
+	}
 
 	bo.source_id = RT_SOURCE_BPF;
 	bo.ring_bytes = o->ring_bytes;
@@ -680,6 +707,8 @@ void rt_daemon__fini(struct rt_daemon *d)
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	rt_bpf_source__free(d->bpf);
 	d->bpf = NULL;
+	free(d->packs); /* after the source: its probes name packs by index */
+	d->packs = NULL;
 	rt_inject_server__free(d->inject);
 	d->inject = NULL;
 	rt_nvml__close(d->nvml);

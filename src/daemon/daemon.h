@@ -33,6 +33,10 @@
 #define RT_DAEMON_ARGS_MAX 64
 #define RT_DAEMON_JSONL_MAX_BYTES (64ULL << 20)
 #define RT_DAEMON_JSONL_KEEP 5
+#ifndef RT_DAEMON_PACK_DIR
+#define RT_DAEMON_PACK_DIR                                                                         \
+	"/usr/share/reqtrace/configs/packs" /* the build sets the installed one */
+#endif
 #define RT_DAEMON_JSONL_KEEP_MAX 1000 /* RT_JSONL_KEEP_MAX */
 
 /* Source ids of the records the daemon itself writes and of the BPF ring;
@@ -70,6 +74,7 @@ struct rt_daemon_opts {
 	const char *jsonl_path; /* the JSONL span file (export/jsonl_file.h); NULL: off */
 	uint64_t jsonl_max_bytes; /* rotate past this; 0: never */
 	uint32_t jsonl_keep; /* rotated files kept */
+	const char *pack_dir; /* engine packs (docs/packs.md); NULL or "": none */
 };
 
 struct rt_metrics; /* metrics.h */
@@ -121,6 +126,8 @@ struct rt_daemon {
 	struct rt_jsonl *jsonl; /* the JSONL span file; NULL without jsonl_path */
 	struct rt_nvml *nvml; /* PCIe/NVLink counters (sources/nvml.h); its state says if usable */
 	uv_timer_t nvml_timer;
+	struct rt_packs *packs; /* engine packs loaded from o.pack_dir; NULL: none */
+	unsigned pack_ticks; /* scan timer ticks since the last pack scan */
 };
 
 int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon_opts *o);

@@ -29,6 +29,15 @@ static void bytes(FILE *f, const __u8 *p, unsigned int n, unsigned int max)
 		fputs("...", f);
 }
 
+/* enum rt_pack_role as pack files name it (docs/packs.md) */
+static const char *pack_role_name(unsigned int role)
+{
+	static const char *const names[] = { "?",    "tokenize", "detokenize", "decode",
+					     "sync", "seq_rm",	 "region" };
+
+	return role < sizeof(names) / sizeof(names[0]) ? names[role] : "?";
+}
+
 void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 {
 	fprintf(f, "%" PRIu64 " src=%u %-12s pid=%u tid=%u", (uint64_t)ev->ts_ns, ev->source,
@@ -161,6 +170,28 @@ void rt_event_print(FILE *f, const struct rt_event_hdr *ev)
 
 		fprintf(f, " end=%" PRIu64 " corr=%" PRIu64 " type=%u stream=%u",
 			(uint64_t)e->end_ns, (uint64_t)e->corr_id, e->sync_type, e->stream);
+		break;
+	}
+	case RT_EV_PACK_CALL: {
+		const struct rt_ev_pack_call *e = (const void *)ev;
+
+		fprintf(f, " pack=%u role=%s %s args=%lld,%lld,%lld,%lld", e->pack,
+			pack_role_name(e->role), e->ret ? "return" : "entry", (long long)e->args[0],
+			(long long)e->args[1], (long long)e->args[2], (long long)e->args[3]);
+		if (e->ret)
+			fprintf(f, " retval=%lld", (long long)e->retval);
+		break;
+	}
+	case RT_EV_PACK_BATCH: {
+		const struct rt_ev_pack_batch *e = (const void *)ev;
+		__u32 i;
+
+		fprintf(f, " pack=%u n_tokens=%u n_read=%u flags=%#x seqs=%u dropped=%u", e->pack,
+			e->n_tokens, e->n_read, e->flags, e->n_seqs, e->seqs_dropped);
+		/* seq:tokens:pos_min-pos_max:outputs */
+		for (i = 0; i < e->n_seqs && i < RT_PACK_BATCH_SEQS; i++)
+			fprintf(f, " %d:%u:%d-%d:%u", e->seqs[i].seq_id, e->seqs[i].n_tokens,
+				e->seqs[i].pos_min, e->seqs[i].pos_max, e->seqs[i].n_logits);
 		break;
 	}
 	case RT_EV_LINK_SAMPLE: {

@@ -20,6 +20,7 @@ struct sock_bpf;
 struct marker_bpf;
 struct rt_bpf_gpu; /* bpf_gpu.c: gpu.bpf.c and the libcuda/libnccl files it is attached to */
 struct rt_bpf_zmq; /* bpf_zmq.c: zmq.bpf.c and the libzmq files it is attached to */
+struct rt_bpf_pack; /* bpf_pack.c: pack.bpf.c and the files engine packs attached to */
 
 #define RT_BPF_LINKS_MAX                                                                           \
 	56 /* 5 scheduler + 12 interrupt + 13 entry + 13 exit + 2 arrival tracepoints */
@@ -42,6 +43,7 @@ struct rt_bpf_source {
 	int n_libs;
 	struct rt_bpf_gpu *gpu; /* NULL until the first rt_bpf_source__attach_gpu() */
 	struct rt_bpf_zmq *zmq; /* NULL until the first rt_bpf_source__attach_zmq() */
+	struct rt_bpf_pack *pack; /* NULL until the first rt_bpf_source__attach_packs() */
 	bool arrival_on; /* both arrival tracepoints attached (bpf_attach.c) */
 
 	struct ring_buffer *rb;
@@ -84,5 +86,7 @@ void rt_bpf_gpu_free(struct rt_bpf_source *s);
 
 /* bpf_zmq.c */
 void rt_bpf_zmq_free(struct rt_bpf_source *s);
+/* bpf_pack.c */
+void rt_bpf_pack_free(struct rt_bpf_source *s);
 
 #endif /* RT_SOURCES_BPF_INTERNAL_H */

@@ -83,6 +83,10 @@ static size_t min_size(unsigned int kind)
 		return sizeof(struct rt_ev_nccl);
 	case RT_EV_ZMQ_MSG:
 		return sizeof(struct rt_ev_zmq_msg);
+	case RT_EV_PACK_CALL:
+		return sizeof(struct rt_ev_pack_call);
+	case RT_EV_PACK_BATCH:
+		return sizeof(struct rt_ev_pack_batch);
 	case RT_EV_LOSS:
 		return sizeof(struct rt_ev_loss);
 	default:
@@ -522,6 +526,7 @@ void rt_bpf_source__free(struct rt_bpf_source *s)
 	rt_bpf_detach_all(s);
 	rt_bpf_gpu_free(s);
 	rt_bpf_zmq_free(s);
+	rt_bpf_pack_free(s);
 	ring_buffer__free(s->rb);
 	if (s->cons_pos)
 		munmap((void *)s->cons_pos, s->page_size);

@@ -46,35 +46,33 @@ static int load_segments(Elf *e, struct seg *segs, size_t *n)
 	return 0;
 }
 
-static Elf_Scn *find_dynsym(Elf *e, GElf_Shdr *sh)
+static Elf_Scn *find_table(Elf *e, GElf_Shdr *sh, Elf64_Word type)
 {
 	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(e, scn)) != NULL) {
 		if (!gelf_getshdr(scn, sh))
 			return NULL;
-		if (sh->sh_type == SHT_DYNSYM)
+		if (sh->sh_type == type)
 			return scn;
 	}
 	return NULL;
 }
 
-static int walk(Elf *e, rt_elf_sym_fn fn, void *ctx)
+/* One symbol table: -ENOENT when the file has none. */
+static int walk_table(Elf *e, const struct seg *segs, size_t n_segs, Elf64_Word table,
+		      rt_elf_sym_fn fn, void *ctx)
 {
-	struct seg segs[PHDRS_MAX];
-	size_t n_segs, i, count;
+	size_t i, count;
 	Elf_Data *data;
 	GElf_Shdr sh;
 	Elf_Scn *scn;
 	int err;
 
-	if (elf_kind(e) != ELF_K_ELF || gelf_getclass(e) != ELFCLASS64)
-		return -ENOEXEC;
-	err = load_segments(e, segs, &n_segs);
-	if (err)
-		return err;
-	scn = find_dynsym(e, &sh);
-	if (!scn || !sh.sh_entsize)
+	scn = find_table(e, &sh, table);
+	if (!scn)
+		return -ENOENT;
+	if (!sh.sh_entsize)
 		return -ENOEXEC;
 	data = elf_getdata(scn, NULL);
 	if (!data)
@@ -103,6 +101,7 @@ static int walk(Elf *e, rt_elf_sym_fn fn, void *ctx)
 		s.addr = sym.st_value;
 		s.offset = file_offset(segs, n_segs, sym.st_value);
 		s.weak = bind == STB_WEAK;
+		s.symtab = table == SHT_SYMTAB;
 		err = fn(&s, ctx);
 		if (err)
 			return err;
@@ -110,7 +109,33 @@ static int walk(Elf *e, rt_elf_sym_fn fn, void *ctx)
 	return 0;
 }
 
-int rt_elf_dynsyms(const char *path, rt_elf_sym_fn fn, void *ctx)
+static int walk(Elf *e, unsigned tables, rt_elf_sym_fn fn, void *ctx)
+{
+	struct seg segs[PHDRS_MAX];
+	size_t n_segs;
+	int err, found = 0;
+
+	if (elf_kind(e) != ELF_K_ELF || gelf_getclass(e) != ELFCLASS64)
+		return -ENOEXEC;
+	err = load_segments(e, segs, &n_segs);
+	if (err)
+		return err;
+	if (tables & RT_ELF_DYNSYM) {
+		err = walk_table(e, segs, n_segs, SHT_DYNSYM, fn, ctx);
+		if (err && err != -ENOENT)
+			return err;
+		found += !err;
+	}
+	if (tables & RT_ELF_SYMTAB) {
+		err = walk_table(e, segs, n_segs, SHT_SYMTAB, fn, ctx);
+		if (err && err != -ENOENT)
+			return err;
+		found += !err;
+	}
+	return found ? 0 : -ENODATA;
+}
+
+static int read_syms(const char *path, unsigned tables, rt_elf_sym_fn fn, void *ctx)
 {
 	Elf *e;
 	int fd, err;
@@ -127,8 +152,23 @@ int rt_elf_dynsyms(const char *path, rt_elf_sym_fn fn, void *ctx)
 		close(fd);
 		return -ENOEXEC;
 	}
-	err = walk(e, fn, ctx);
+	err = walk(e, tables, fn, ctx);
 	elf_end(e);
 	close(fd);
 	return err;
+}
+
+int rt_elf_dynsyms(const char *path, rt_elf_sym_fn fn, void *ctx)
+{
+	int err = read_syms(path, RT_ELF_DYNSYM, fn, ctx);
+
+	/* the GPU loader needs .dynsym: a file without it is no library of its kind */
+	return err == -ENODATA ? -ENOEXEC : err;
+}
+
+int rt_elf_funcs(const char *path, unsigned tables, rt_elf_sym_fn fn, void *ctx)
+{
+	if (!tables || (tables & ~(RT_ELF_DYNSYM | RT_ELF_SYMTAB)))
+		return -EINVAL;
+	return read_syms(path, tables, fn, ctx);
 }

@@ -57,6 +57,7 @@ while read -r f; do
 	[ -n "${documented[$f]:-}" ] && continue
 	case ${f#"$prefix"/} in
 	share/doc/reqtrace/* | share/reqtrace/configs/scenarios/*.conf) continue ;;
+	share/reqtrace/configs/packs/*.conf) continue ;;
 	"$libdir"/libreqtrace_marker.so.1.0.0) continue ;;
 	esac
 	fail "installed but not in docs/install.md: $f"

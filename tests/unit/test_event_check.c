@@ -30,6 +30,8 @@ static struct rt_event_hdr *make(unsigned int kind)
 		((struct rt_ev_gpu_kernel *)ev)->end_ns = 2000; /* end_ns at the same offset */
 	if (kind == RT_EV_ZMQ_MSG)
 		((struct rt_ev_zmq_msg *)ev)->dir = RT_ZMQ_SEND;
+	if (kind == RT_EV_PACK_CALL)
+		((struct rt_ev_pack_call *)ev)->role = RT_PACK_DECODE;
 	return ev;
 }
 
@@ -61,7 +63,7 @@ static void test_kind_table(void **state)
 		assert_true(rt_event_min_size(k) >= sizeof(struct rt_event_hdr));
 		assert_int_equal(rt_event_min_size(k) % RT_EVENT_ALIGN, 0);
 	}
-	assert_int_equal(known, 37); /* PACK_CALL (compute pools' regions), ZMQ_MSG */
+	assert_int_equal(known, 38); /* PACK_CALL, PACK_BATCH, ZMQ_MSG */
 	assert_int_equal(rt_event_min_size(RT_EV_SCHED_SWITCH), sizeof(struct rt_ev_sched_switch));
 	assert_int_equal(rt_event_min_size(RT_EV_SOCK_SEND), sizeof(struct rt_ev_sock_io));
 	assert_int_equal(rt_event_min_size(RT_EV_TRACE_END), sizeof(struct rt_ev_trace_end));
@@ -316,6 +318,55 @@ static void test_enums_and_intervals(void **state)
 	expect_fault(&sc->hdr, offsetof(struct rt_ev_sock_conn, local.family), "local.family 99");
 }
 
+static void test_pack(void **state)
+{
+	struct rt_ev_pack_call *c = (void *)make(RT_EV_PACK_CALL);
+	struct rt_ev_pack_batch *b;
+
+	(void)state;
+	assert_int_equal(rt_event_min_size(RT_EV_PACK_CALL), sizeof(struct rt_ev_pack_call));
+	assert_int_equal(rt_event_min_size(RT_EV_PACK_BATCH), sizeof(struct rt_ev_pack_batch));
+	assert_string_equal(rt_event_kind_name(RT_EV_PACK_BATCH), "PACK_BATCH");
+	c->role = 0;
+	expect_fault(&c->hdr, offsetof(struct rt_ev_pack_call, role), "PACK_CALL role 0 unknown");
+	c->role = RT_PACK_REGION + 1;
+	expect_fault(&c->hdr, offsetof(struct rt_ev_pack_call, role), "role 7 out of range");
+	c->role = RT_PACK_REGION;
+	c->ret = 2;
+	expect_fault(&c->hdr, offsetof(struct rt_ev_pack_call, ret), "ret 2 out of range");
+	c->ret = 1;
+	assert_int_equal(rt_event_check(&c->hdr, sizeof(buf), NULL), 0);
+
+	b = (void *)make(RT_EV_PACK_BATCH);
+	b->n_tokens = 50;
+	b->n_read = 41;
+	b->n_seqs = 2;
+	b->seqs[0] =
+		(struct rt_pack_seq){ .seq_id = 0, .n_tokens = 40, .pos_max = 39, .n_logits = 1 };
+	b->seqs[1] =
+		(struct rt_pack_seq){ .seq_id = 1, .n_tokens = 1, .pos_min = -1, .pos_max = -1 };
+	b->flags = RT_PACK_BATCH_CUT;
+	assert_int_equal(rt_event_check(&b->hdr, sizeof(buf), NULL), 0);
+	b->n_seqs = RT_PACK_BATCH_SEQS + 1;
+	expect_fault(&b->hdr, offsetof(struct rt_ev_pack_batch, n_seqs), "n_seqs 33 out of range");
+	b->n_seqs = 2;
+	b->n_read = 51;
+	expect_fault(&b->hdr, offsetof(struct rt_ev_pack_batch, n_read), "n_read 51 out of range");
+	b->n_read = 40;
+	expect_fault(&b->hdr, offsetof(struct rt_ev_pack_batch, n_read),
+		     "n_read 40 below the sequences' 41 tokens");
+	b->n_read = 41;
+	b->flags = 0x40;
+	expect_fault(&b->hdr, offsetof(struct rt_ev_pack_batch, flags), "0x40 has unknown bits");
+	b->flags = 0;
+	b->seqs[1].n_logits = 2;
+	expect_fault(&b->hdr, offsetof(struct rt_ev_pack_batch, seqs) + sizeof(struct rt_pack_seq),
+		     "seqs[1]: 2 outputs of 1 tokens");
+	b->seqs[1].n_logits = 1;
+	b->seqs[0].pos_min = 40;
+	expect_fault(&b->hdr, offsetof(struct rt_ev_pack_batch, seqs), "positions 40..39");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_header_faults), cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_strings),	      cmocka_unit_test(test_sock_io),
 		cmocka_unit_test(test_zmq_msg),	      cmocka_unit_test(test_enums_and_intervals),
+		cmocka_unit_test(test_pack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,6 +102,27 @@ int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
  */
 int rt_bpf_source__attach_gpu(struct rt_bpf_source *s, const char *lib_path);
 
+struct rt_packs;
+struct rt_pack_stats;
+
+/*
+ * Engine packs (docs/packs.md, bpf/pack.bpf.c): examines every ELF file
+ * process `pid` maps executable (/proc/PID/maps: its program and libraries,
+ * through /proc/PID/root), each file once for the source's life (device and
+ * inode), and attaches the uprobes of the pack it matches
+ * (rt_pack_match_file). Idempotent and cheap on files already seen: call it
+ * when a process becomes a target and again later (a library dlopen()ed
+ * after start, an exec). `packs` must outlive the source and be the same
+ * set at every call (its indexes are the records' pack ids; -EBUSY
+ * otherwise). The pack object is loaded at the first file that matches.
+ * Returns 0 (see rt_bpf_source__pack_stats for what matched and failed),
+ * -ENOENT when the process is gone, or the first attach error.
+ */
+int rt_bpf_source__attach_packs(struct rt_bpf_source *s, const struct rt_packs *packs, __u32 pid);
+
+/* Per-pack outcomes and the probe's counters; zeroes before the first attach call. */
+void rt_bpf_source__pack_stats(const struct rt_bpf_source *s, struct rt_pack_stats *st);
+
 /*
  * Watches TCP port `port` (host order, a target's listener) for arrival
  * records (RT_EV_SOCK_ARRIVAL, docs/events.md "Arrival"): connections

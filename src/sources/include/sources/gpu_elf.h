@@ -20,6 +20,7 @@ struct rt_elf_sym {
 	uint64_t addr; /* st_value: the virtual address aliases share */
 	uint64_t offset; /* file offset of the code (what a uprobe is attached at); 0 if unmapped */
 	bool weak; /* STB_WEAK (nm's W), else STB_GLOBAL (T) */
+	bool symtab; /* from .symtab (rt_elf_funcs), else .dynsym */
 };
 
 /* Return non-zero to stop the walk (that value is returned). */
@@ -33,5 +34,17 @@ typedef int (*rt_elf_sym_fn)(const struct rt_elf_sym *sym, void *ctx);
  * -E2BIG (more than RT_ELF_SYMS_MAX symbols) or another -errno.
  */
 int rt_elf_dynsyms(const char *path, rt_elf_sym_fn fn, void *ctx);
+
+#define RT_ELF_DYNSYM 1u
+#define RT_ELF_SYMTAB 2u
+
+/*
+ * Like rt_elf_dynsyms() over the tables `tables` names, .dynsym first, then
+ * .symtab (where a static link or an executable keeps its functions; a
+ * name in both is reported twice, sym->symtab telling which). A missing
+ * table is skipped; -ENODATA when the file has none of them (a stripped
+ * static program), -ENOEXEC when it is not a 64-bit ELF file.
+ */
+int rt_elf_funcs(const char *path, unsigned tables, rt_elf_sym_fn fn, void *ctx);
 
 #endif /* RT_SOURCES_GPU_ELF_H */
