@@ -37,6 +37,7 @@ static const struct kind_info kinds[RT_EV__MAX] = {
 	KIND(MARK_BIND, struct rt_ev_mark_bind),
 	KIND(MARK_STEP_TOKENS, struct rt_ev_mark_step_tokens),
 	KIND(PACK_CALL, struct rt_ev_pack_call),
+	KIND(PACK_BATCH, struct rt_ev_pack_batch),
 	KIND(CUDA_API_ENTER, struct rt_ev_cuda_api),
 	KIND(CUDA_API_EXIT, struct rt_ev_cuda_api),
 	KIND(NCCL_ENTER, struct rt_ev_nccl),

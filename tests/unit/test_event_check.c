@@ -61,7 +61,7 @@ static void test_kind_table(void **state)
 		assert_true(rt_event_min_size(k) >= sizeof(struct rt_event_hdr));
 		assert_int_equal(rt_event_min_size(k) % RT_EVENT_ALIGN, 0);
 	}
-	assert_int_equal(known, 37); /* PACK_CALL (compute pools' regions), ZMQ_MSG */
+	assert_int_equal(known, 38); /* PACK_CALL (compute pools' regions), ZMQ_MSG, PACK_BATCH */
 	assert_int_equal(rt_event_min_size(RT_EV_SCHED_SWITCH), sizeof(struct rt_ev_sched_switch));
 	assert_int_equal(rt_event_min_size(RT_EV_SOCK_SEND), sizeof(struct rt_ev_sock_io));
 	assert_int_equal(rt_event_min_size(RT_EV_TRACE_END), sizeof(struct rt_ev_trace_end));
