@@ -21,12 +21,26 @@ void gen_mark_step(struct gen_world *w, struct sim_thread *t, uint16_t kind, uin
 {
 	struct sim_act *a;
 
-	if (w->mode != RT_GEN_MARKERS)
+	/* pack mode: logged as a step (the CPU truth's step claim), emitted as llama_decode */
+	if (w->mode == RT_GEN_ZERO)
 		return;
 	a = sim_push(&w->sim, t, SIM_ACT_MARK);
 	a->mark_kind = kind;
 	a->step_id = step;
 	a->mask = mask;
+}
+
+void gen_pack_call(struct gen_world *w, struct sim_thread *t, uint16_t role, uint32_t ret, int req)
+{
+	struct sim_act *a;
+
+	if (w->mode != RT_GEN_PACK)
+		return;
+	a = sim_push(&w->sim, t, SIM_ACT_MARK);
+	a->mark_kind = RT_EV_PACK_CALL;
+	a->role = role;
+	a->phase = ret;
+	a->req = req;
 }
 
 void gen_burn(struct gen_world *w, struct sim_thread *t, uint64_t lo, uint64_t hi)

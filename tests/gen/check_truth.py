@@ -22,6 +22,7 @@ SWITCH, WAKING, ACCEPT, CONNECT, RECV, SEND, ARRIVAL = 1, 2, 10, 11, 12, 13, 16
 ARR_LEFT_UNREAD = 0x1
 MBEGIN, MEND, STEP_B, STEP_M, STEP_E = 20, 21, 22, 23, 24
 TASK_NEW, PACK_CALL, PACK_REGION = 3, 34, 6
+PACK_BATCH, PACK_TOKENIZE, PACK_DECODE, PACK_SEQ_RM = 35, 1, 3, 5
 # enum rt_phase order (marker records carry the index); backlog is never marked
 PHASES = ["receive", "queue", "tokenize", "prefill", "pre_first_token", "decode",
           "comm_wait", "postprocess", "other", "backlog"]
@@ -81,6 +82,13 @@ def decode(r):
         r["child_pid"], r["child"] = struct.unpack_from("<II", raw, 24)
     elif k == PACK_CALL:
         _, r["role"], r["ret"] = struct.unpack_from("<IHH", raw, 24)
+        r["args"] = struct.unpack_from("<qqqq", raw, 32)
+        r["retval"] = struct.unpack_from("<q", raw, 64)[0]
+    elif k == PACK_BATCH:
+        n, flags = struct.unpack_from("<I", raw, 36)[0], struct.unpack_from("<I", raw, 44)[0]
+        r["flags"] = flags
+        # (seq_id, n_tokens, pos_min, pos_max, n_logits)
+        r["seqs"] = [struct.unpack_from("<iIiiI", raw, 48 + 24 * j) for j in range(min(n, 32))]
 
 
 def content_events(data):
@@ -306,8 +314,9 @@ class Check:
         return out
 
     def step_intervals(self):
-        """STEP_BEGIN to the STEP_END of that step on the same thread: (tid, t0, t1, members)."""
-        out, begin = [], {}
+        """STEP_BEGIN to the STEP_END of that step on the same thread: (tid, t0, t1, members);
+        an engine pack's steps (pack_join) too."""
+        out, begin = list(getattr(self, "pk_steps", [])), {}
         for r in self.recs:
             if r["kind"] == STEP_B:
                 begin[r["step"]] = (r, set())
@@ -379,6 +388,16 @@ class Check:
                     i = p.pop()
                     gain[i] = min(gain.get(i, NEVER), ts)
             b["gain"] = gain
+
+        def owners_at(tid, ts):
+            """cpu.c's owners of a thread at ts: rule 2, and its burst's hand-off."""
+            own = io_owners(tid, ts)
+            b = self.burst_at(th[tid], ts) if tid in th else None
+            if b and owns_handoff(b, ts) and ends[b["handoff"]] > ts:
+                own.add(b["handoff"])
+            return own
+
+        self.pack_join(owners_at, ends)
         # rule 1: claiming phases on the thread of their BEGIN, steps on theirs
         iv = {}
         for tb, te, t0, t1, ph, rid in self.marker_intervals():
@@ -427,13 +446,18 @@ class Check:
             xs = sorted(x for x in xs if p0 <= x <= p1)
             for a, c in zip(xs, xs[1:]):
                 m = working_for(eng, a)
+                # a pack's step splits by the tokens each member fed, else equally
+                w = next((self.pk_tokens.get((eng, t0)) for t0, t1, _ in
+                          self.steps_of.get(eng, []) if t0 <= a < t1), None)
+                w = {i: (w[i] if w else 1) for i in m}
                 for i in m:
-                    cpu[(i, tid, kind)] = cpu.get((i, tid, kind), 0) + (c - a) // len(m)
+                    share = (c - a) * w[i] // sum(w.values())
+                    cpu[(i, tid, kind)] = cpu.get((i, tid, kind), 0) + share
                     charged.add((i, tid))
                     shared.add((i, tid))
                     pool.add((i, tid))
                     if kind == "on":
-                        pool_on[i] += (c - a) // len(m)
+                        pool_on[i] += share
 
         def charge(owners, tid, kind, ns):
             if not owners or not ns:
@@ -577,6 +601,164 @@ class Check:
             out.append((r["enter"], r["ts"], owners))
         return out
 
+    # ---- engine packs (docs/packs-correlate.md) ---------------------------------------------
+
+    def pack_join(self, owners_at, ends):
+        """docs/packs-correlate.md's rules from the pack records: tokenize calls to requests,
+        sequences to requests (hand-off order, freed by SEQ_RM), steps and their members.
+        Sets self.pk (per request) and self.pk_steps, self.pk_tokens ((tid, t0): {i: tokens})."""
+        n = len(self.truth)
+        rcv = [t["received_ns"] for t in self.truth]
+        pk = {}  # request -> facts
+        seqs = {}  # seq id -> dict(req, pos_max, rm)
+        tok_pending, batch, open_step = {}, {}, {}
+        tok_seen = False
+        self.pk, self.pk_steps, self.pk_tokens = pk, [], {}
+
+        def facts(i):
+            return pk.setdefault(i, dict(seq=None, tok_calls=0, tok_from=0, tok_to=0, first=0,
+                                         prefilled=False, prefill_steps=0, decode_steps=0,
+                                         prompt_tokens=0, prefill_end=0, last_end=0))
+
+        def unjoined(i):
+            return i not in pk or (pk[i]["seq"] is None and not pk[i]["first"])
+
+        def live(i, ts):
+            return i is not None and ends[i] > ts
+
+        def next_waiting(ts):
+            c = [i for i in range(n) if rcv[i] <= ts and live(i, ts) and unjoined(i) and
+                 (not tok_seen or (i in pk and pk[i]["tok_calls"]))]
+            return min(c, key=lambda i: pk[i]["tok_from"] if tok_seen else rcv[i], default=None)
+
+        def seq_request(e, logits, ts):
+            sid, ntok, pmin, pmax, _ = e
+            q = seqs.setdefault(sid, dict(req=None, pos_max=-1, rm=False))
+            r = q["req"] if live(q["req"], ts) else None
+            start = r is None
+            prompt = logits == 0 or (logits == 1 and ntok > 1)
+            if r is not None and pk[r]["prefilled"] and prompt:
+                if (q["rm"] and pmin <= q["pos_max"]) or pmin == 0:
+                    start = True
+            if start and r is None and not prompt and pmin > 0 and not q["rm"]:
+                start = False  # met in the middle of its decode: nobody's
+            if start:
+                r = next_waiting(ts)
+                q["req"] = r
+                if r is not None:
+                    facts(r)["seq"] = sid
+            q["rm"] = False
+            q["pos_max"] = pmax if start else max(q["pos_max"], pmax)
+            return r
+
+        for r in self.recs:
+            ts, tid = r["ts"], r["tid"]
+            if r["kind"] == PACK_BATCH:
+                batch[tid] = r
+            if r["kind"] != PACK_CALL:
+                continue
+            if r["role"] == PACK_TOKENIZE:
+                tok_seen = True
+                if r["ret"] == 0:
+                    own = owners_at(tid, ts)
+                    c = [i for i in range(n) if rcv[i] <= ts and live(i, ts) and unjoined(i) and
+                         (self.handler.get(i) == tid or i in own)]
+                    tok_pending[tid] = (max(c, key=lambda i: rcv[i], default=None), ts)
+                    continue
+                i, t0 = tok_pending.pop(tid, (None, 0))
+                if live(i, ts) and not facts(i)["first"] and ts >= t0:
+                    k = pk[i]
+                    if not k["tok_calls"] or t0 < k["tok_from"]:
+                        k["tok_from"] = t0
+                    k["tok_to"] = max(k["tok_to"], ts)
+                    k["tok_calls"] += 1
+            elif r["role"] == PACK_SEQ_RM and r["ret"] == 0:
+                q = seqs.get(r["args"][0])
+                if q is not None:
+                    if r["args"][1] <= 0 and r["args"][2] < 0:
+                        q["req"], q["pos_max"] = None, -1
+                    q["rm"] = True
+            elif r["role"] == PACK_DECODE and r["ret"] == 0:
+                b = batch.pop(tid, None)
+                mem = {}  # request -> [tokens, prefill, prefilled]
+                for e in (b["seqs"] if b else []):
+                    if not e[1]:
+                        continue
+                    i = seq_request(e, e[4], ts)
+                    if i is None:
+                        continue
+                    pre = not pk[i]["prefilled"]
+                    m = mem.setdefault(i, [0, False, False])
+                    m[0] += e[1]
+                    m[1] |= pre
+                    m[2] |= pre and e[4] > 0
+                open_step[tid] = (ts, mem)
+            elif r["role"] == PACK_DECODE and tid in open_step:
+                t0, mem = open_step.pop(tid)
+                if r["retval"] == 0:
+                    for i, (tok, pre, done) in mem.items():
+                        if not live(i, ts):
+                            continue
+                        k = pk[i]
+                        k["first"] = k["first"] or t0
+                        if pre:
+                            k["prefill_steps"] += 1
+                            k["prompt_tokens"] += tok
+                            k["prefill_end"] = ts
+                            k["prefilled"] |= done
+                        else:
+                            k["decode_steps"] += 1
+                        k["last_end"] = ts
+                if mem:
+                    self.pk_steps.append((tid, t0, ts, set(mem)))
+                    self.pk_tokens[(tid, t0)] = {i: m[0] for i, m in mem.items()}
+
+    def check_pack(self):
+        """The span's pack object and steps_source (pack mode only)."""
+        for i, t in enumerate(self.truth):
+            if "pack" not in t:
+                continue
+            k = self.pk.get(i)
+            got = None
+            if k and (k["tok_calls"] or k["first"] or k["seq"] is not None):
+                got = dict(seq=k["seq"], join="hand-off" if k["seq"] is not None else None,
+                           tokenize_calls=k["tok_calls"], prefill_steps=k["prefill_steps"],
+                           decode_steps=k["decode_steps"], prompt_tokens=k["prompt_tokens"])
+            if got != t["pack"]:
+                self.err(t["request_id"], "pack", got, t["pack"])
+            src = "pack" if k and k["first"] else None
+            if src != t.get("steps_source"):
+                self.err(t["request_id"], "steps_source", src, t.get("steps_source"))
+
+    def pack_phases(self, i, got, probe, cin):
+        """docs/spans.md "Packs": tokenize, queue, prefill, decode replace pre_first_token
+        and the probe decode; receive and postprocess stay unless they overlap them."""
+        k, t = self.pk.get(i), self.truth[i]
+        if not k or not k["first"]:
+            return
+        s, end = t["start_ns"], t["end_ns"]
+        ivs, tok_end = [], t["received_ns"]
+        if k["tok_calls"] and k["tok_to"] <= k["first"]:
+            ivs.append(("tokenize", k["tok_from"], k["tok_to"]))
+            tok_end = k["tok_to"]
+        ivs.append(("queue", tok_end, k["first"]))
+        ivs.append(("prefill", k["first"], k["prefill_end"]))
+        ivs.append(("decode", k["prefill_end"],
+                    k["last_end"] if k["decode_steps"] else k["prefill_end"]))
+        ivs = [(p, min(max(a, s), end), min(max(b, min(max(a, s), end)), end)) for p, a, b in ivs]
+        got["pre_first_token"] = None
+        got["decode"] = None
+        for p in ("receive", "postprocess"):
+            if p in probe and any(overlap(a, b, c, d) for a, b in probe[p][1]
+                                  for _, c, d in ivs):
+                got[p] = None
+        for p, a, b in ivs:
+            got[p] = b - a
+        ft, lt = t["first_token_ns"], t["last_token_ns"]
+        if got["comm_wait"] is not None and ft:
+            got["prefill"] = max(0, got["prefill"] - cin(t["received_ns"], ft))
+            got["decode"] = max(0, got["decode"] - cin(ft, lt))
+
     def check_phases(self):
         comm = self.comm_waits()
         marks = self.marker_intervals()
@@ -632,6 +814,8 @@ class Check:
                     got["prefill"] -= cin(rcv, ft)
                 if "decode" in with_marks:
                     got["decode"] -= cin(ft, lt)
+            if not with_marks:
+                self.pack_phases(i, got, probe, cin)
             got["other"] = (end - origin) - sum(v for p, v in got.items() if v is not None and
                                            p != "other")
             for p in PHASES:
@@ -650,6 +834,7 @@ class Check:
         self.check_events(self.writes)
         self.check_cpu(io)
         self.check_phases()
+        self.check_pack()
         return self.errors
 
 

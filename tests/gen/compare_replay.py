@@ -184,6 +184,13 @@ def compare(reqtrace, rtrace):
         for k, v in t["phases"].items():
             if not near(g["phases"].get(k), v, EXACT_MS if k == "backlog_ms" else TOL_MS):
                 out.append(f"{rid}: {k}: replay {g['phases'].get(k)}, truth {v}")
+        if g.get("phase_source") != t["phase_source"]:
+            out.append(f"{rid}: phase_source: replay {g.get('phase_source')}, "
+                       f"truth {t['phase_source']}")
+        # engine packs (pack mode): the join and the exact step counts
+        for k in ("steps_source", "pack"):
+            if k in t and g.get(k) != t[k]:
+                out.append(f"{rid}: {k}: replay {g.get(k)}, truth {t[k]}")
         gt = {x["tid"]: x for x in g["cpu"]["threads"]}
         tt = {x["tid"]: x for x in t["cpu"]["threads"]}
         if set(gt) != set(tt):

@@ -7,7 +7,9 @@
  */
 #include "model.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define US 1000ULL
@@ -44,8 +46,10 @@ void gen_tok_behave(struct sim *s, struct sim_thread *t)
 	/* QUEUE intervals begin on one thread and end on the next one in the chain */
 	gen_mark(w, t, RT_EV_MARK_END, RT_PHASE_QUEUE, r);
 	gen_mark(w, t, RT_EV_MARK_BEGIN, RT_PHASE_TOKENIZE, r);
+	gen_pack_call(w, t, RT_PACK_TOKENIZE, 0, r);
 	gen_burn(w, t, 700 * US + w->reqs[r].cfg->prompt_len * 2 * US,
 		 1200 * US + w->reqs[r].cfg->prompt_len * 2 * US);
+	gen_pack_call(w, t, RT_PACK_TOKENIZE, 1, r);
 	gen_mark(w, t, RT_EV_MARK_END, RT_PHASE_TOKENIZE, r);
 	gen_mark(w, t, RT_EV_MARK_BEGIN, RT_PHASE_QUEUE, r);
 	gen_call(w, t, tok_done, r, 0);
@@ -253,6 +257,78 @@ void gen_runtime_behave(struct sim *s, struct sim_thread *t)
 	sim_push(s, t, SIM_ACT_SLEEP)->ns = sim_range(s, 1500 * US, 3000 * US);
 }
 
+/* ---- engine pack mode ---- */
+
+/* Taken from the inbox (FIFO): the lowest free sequence id, freed ones reused. */
+static void pk_take(struct gen_world *w, struct gen_req *r)
+{
+	int q = 0;
+
+	while (w->pk_seq_used & (1u << q))
+		q++;
+	w->pk_seq_used |= 1u << q;
+	r->pk_seq = q;
+	r->pk_pos = 0;
+	w->pk_fresh[w->n_pk_fresh++] = r->idx;
+}
+
+static void pk_entry(struct gen_pk_step *st, struct gen_req *r, int k)
+{
+	struct rt_pack_seq *e = &st->seqs[st->n];
+
+	st->req[st->n++] = r->idx;
+	e->seq_id = r->pk_seq;
+	e->pos_min = r->pk_pos;
+	if (!r->steps_fed) {
+		/* the whole prompt in one chunk: logits on its last token only */
+		e->n_tokens = (uint32_t)r->prompt_tokens;
+		e->n_logits = 1;
+	} else {
+		/* the token(s) sampled last, each with an output (a draft's several) */
+		e->n_tokens = (uint32_t)k;
+		e->n_logits = (uint32_t)k;
+	}
+	e->pos_max = e->pos_min + (int32_t)e->n_tokens - 1;
+	r->pk_pos += (int)e->n_tokens;
+	r->steps_fed++;
+}
+
+/*
+ * The batch of step w->step: running members by index, then the new ones
+ * in the order they were taken (hand-off order, as the correlator joins).
+ */
+static int pk_batch(struct gen_world *w, uint32_t batch, uint32_t fresh, const int *ntok)
+{
+	struct gen_pk_step *st;
+	size_t cap;
+	void *p;
+	int i, j;
+
+	if (w->step >= w->cap_pk_steps) {
+		cap = w->cap_pk_steps ? w->cap_pk_steps * 2 : 64;
+		while (cap <= w->step)
+			cap *= 2;
+		p = realloc(w->pk_steps, cap * sizeof(*w->pk_steps));
+		if (!p) {
+			w->sim.err = -ENOMEM;
+			return -ENOMEM;
+		}
+		w->pk_steps = p;
+		memset(w->pk_steps + w->cap_pk_steps, 0,
+		       (cap - w->cap_pk_steps) * sizeof(*w->pk_steps));
+		w->cap_pk_steps = cap;
+	}
+	st = &w->pk_steps[w->step];
+	w->n_pk_steps = w->step + 1;
+	for (i = 0; i < w->n_reqs; i++)
+		if ((batch & ~fresh) & (1u << i))
+			pk_entry(st, &w->reqs[i], ntok[i]);
+	for (j = 0; j < w->n_pk_fresh; j++)
+		pk_entry(st, &w->reqs[w->pk_fresh[j]], ntok[w->pk_fresh[j]]);
+	w->n_pk_fresh = 0;
+	return 0;
+}
+
 /* One engine loop iteration: drop aborted, take new requests, run one step. */
 void gen_eng_behave(struct sim *s, struct sim_thread *t)
 {
@@ -280,12 +356,19 @@ void gen_eng_behave(struct sim *s, struct sim_thread *t)
 		if (r->eng_abort || r->planned == r->cfg->n_tokens) {
 			r->open_phase = -1;
 			w->eng_running &= ~(1u << i);
+			/* the slot is released: its whole sequence is cleared */
+			if (w->mode == RT_GEN_PACK && r->pk_seq >= 0) {
+				gen_pack_call(w, t, RT_PACK_SEQ_RM, 0, i);
+				w->pk_seq_used &= ~(1u << r->pk_seq);
+			}
 		}
 	}
 	while (w->eng_in_n) {
 		i = w->eng_inbox[0];
 		memmove(w->eng_inbox, w->eng_inbox + 1, --w->eng_in_n * sizeof(w->eng_inbox[0]));
 		w->eng_waiting |= 1u << i;
+		if (w->mode == RT_GEN_PACK)
+			pk_take(w, &w->reqs[i]);
 		gen_burn(w, t, 8 * US, 15 * US);
 	}
 	if (!w->eng_running && !w->eng_waiting) {
@@ -374,6 +457,8 @@ void gen_eng_behave(struct sim *s, struct sim_thread *t)
 			r->open_phase = -1;
 		}
 	}
+	if (w->mode == RT_GEN_PACK && pk_batch(w, batch, fresh, ntok))
+		return;
 	for (i = 0; i < w->n_reqs; i++) {
 		if (batch & (1u << i)) {
 			gen_call(w, t, eng_token, i, ntok[i]);

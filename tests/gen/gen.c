@@ -30,7 +30,7 @@ const char *rt_gen_scenario_desc(size_t i)
 
 const char *rt_gen_mode_name(enum rt_gen_mode mode)
 {
-	return mode == RT_GEN_MARKERS ? "markers" : "zero";
+	return mode == RT_GEN_MARKERS ? "markers" : mode == RT_GEN_PACK ? "pack" : "zero";
 }
 
 int rt_gen_mode_parse(const char *s, enum rt_gen_mode *mode)
@@ -43,6 +43,10 @@ int rt_gen_mode_parse(const char *s, enum rt_gen_mode *mode)
 		*mode = RT_GEN_MARKERS;
 		return 0;
 	}
+	if (s && !strcmp(s, "pack")) {
+		*mode = RT_GEN_PACK;
+		return 0;
+	}
 	return -EINVAL;
 }
 
@@ -53,7 +57,8 @@ int rt_gen_run(const struct rt_gen_opts *opts)
 	int err, i;
 
 	if (!opts || !opts->rtrace_path || !opts->truth_path ||
-	    (opts->mode != RT_GEN_ZERO && opts->mode != RT_GEN_MARKERS))
+	    (opts->mode != RT_GEN_ZERO && opts->mode != RT_GEN_MARKERS &&
+	     opts->mode != RT_GEN_PACK))
 		return -EINVAL;
 	sc = gen_scenario_find(opts->scenario);
 	if (!sc)
@@ -80,6 +85,7 @@ int rt_gen_run(const struct rt_gen_opts *opts)
 		err = gen_deliver(w, opts->rtrace_path);
 	for (i = 0; i < GEN_MAX_CONNS; i++)
 		free(w->conns[i].stream);
+	free(w->pk_steps);
 	sim_fini(&w->sim);
 	free(w);
 	return err;

@@ -19,6 +19,7 @@
 enum rt_gen_mode {
 	RT_GEN_ZERO = 0, /* probes only */
 	RT_GEN_MARKERS = 1, /* plus marker records (rt_mark_*) */
+	RT_GEN_PACK = 2, /* probes plus an engine pack's uprobes (llama_decode & co), no markers */
 };
 
 /* Fixed header fields, so that a seed always gives the same bytes. */
@@ -42,10 +43,10 @@ size_t rt_gen_scenario_count(void);
 const char *rt_gen_scenario_name(size_t i);
 const char *rt_gen_scenario_desc(size_t i);
 
-/* "zero" or "markers". */
+/* "zero", "markers" or "pack". */
 const char *rt_gen_mode_name(enum rt_gen_mode mode);
 
-/* Parses "zero"/"markers"; 0 or -EINVAL. */
+/* Parses "zero"/"markers"/"pack"; 0 or -EINVAL. */
 int rt_gen_mode_parse(const char *s, enum rt_gen_mode *mode);
 
 /*

@@ -118,6 +118,9 @@ struct gen_req {
 	bool eng_abort; /* the handler asked the engine to drop it */
 	bool abort_scheduled;
 	int open_phase; /* marker phase open on the engine, -1: none */
+	int pk_seq; /* pack mode: its sequence id in the engine, -1: none */
+	int pk_pos; /* pack mode: next position in its sequence */
+	int steps_fed; /* pack mode: batches that listed it */
 	uint64_t prefill_ns, first_prod_ns, last_prod_ns;
 
 	/* truth */
@@ -153,6 +156,13 @@ struct gen_conn {
 	struct gen_world *w;
 };
 
+/* pack mode: one llama_decode batch, a sequence per member */
+struct gen_pk_step {
+	int n;
+	int req[GEN_MAX_REQS];
+	struct rt_pack_seq seqs[GEN_MAX_REQS];
+};
+
 struct gen_world {
 	struct sim sim; /* first: callbacks get the world from their struct sim */
 	const struct gen_scenario *sc;
@@ -178,6 +188,11 @@ struct gen_world {
 	bool spinner_born;
 	bool disp_alive; /* the disposable worker of the current region has not exited */
 	uint32_t pool_kicks, pool_taken; /* regions that woke the sleeper, and it took */
+	/* pack mode: each step's batch (index: step id), sequence ids in use */
+	struct gen_pk_step *pk_steps;
+	size_t n_pk_steps, cap_pk_steps;
+	uint32_t pk_seq_used;
+	int pk_fresh[GEN_MAX_REQS], n_pk_fresh; /* taken this iteration, in inbox order */
 };
 
 static inline struct gen_world *gen_world_of(struct sim *s)
@@ -198,6 +213,8 @@ void gen_mark(struct gen_world *w, struct sim_thread *t, uint16_t kind, uint32_t
 void gen_mark_step(struct gen_world *w, struct sim_thread *t, uint16_t kind, uint64_t step,
 		   uint32_t mask);
 /* CPU work of a random length in [lo, hi] ns */
+/* pack mode only: an engine pack's uprobe record (role, entry 0 / return 1) for request req */
+void gen_pack_call(struct gen_world *w, struct sim_thread *t, uint16_t role, uint32_t ret, int req);
 void gen_burn(struct gen_world *w, struct sim_thread *t, uint64_t lo, uint64_t hi);
 /* fn runs (at no cost) when the thread gets there */
 void gen_call(struct gen_world *w, struct sim_thread *t, sim_cb fn, int req, long arg);

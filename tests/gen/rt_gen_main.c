@@ -2,7 +2,7 @@
 /*
  * rt-gen: writes a synthetic recording and its truth.
  *
- *   rt-gen --scenario NAME --mode zero|markers --seed N --out FILE.rtrace --truth FILE.jsonl
+ *   rt-gen --scenario NAME --mode zero|markers|pack --seed N --out FILE.rtrace --truth FILE.jsonl
  *   rt-gen --list
  */
 #include <errno.h>
@@ -25,9 +25,10 @@ enum {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rt-gen --scenario NAME --mode zero|markers --seed N --out FILE.rtrace "
-		   "--truth FILE.jsonl\n"
-		   "       rt-gen --list\n");
+	fprintf(f,
+		"usage: rt-gen --scenario NAME --mode zero|markers|pack --seed N --out FILE.rtrace "
+		"--truth FILE.jsonl\n"
+		"       rt-gen --list\n");
 }
 
 int main(int argc, char **argv)
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_MODE:
 			if (rt_gen_mode_parse(optarg, &o.mode)) {
-				fprintf(stderr, "rt-gen: --mode must be zero or markers\n");
+				fprintf(stderr, "rt-gen: --mode must be zero, markers or pack\n");
 				return 2;
 			}
 			break;

@@ -383,6 +383,27 @@ static const char *req_id(void *ctx, int req)
 	return req >= 0 && req < w->n_reqs ? w->reqs[req].id : "";
 }
 
+static void pack_batch(void *ctx, uint64_t step_id, struct rt_ev_pack_batch *b)
+{
+	struct gen_world *w = ctx;
+	const struct gen_pk_step *st = step_id < w->n_pk_steps ? &w->pk_steps[step_id] : NULL;
+	int i;
+
+	for (i = 0; st && i < st->n && i < RT_PACK_BATCH_SEQS; i++) {
+		b->seqs[i] = st->seqs[i];
+		b->n_tokens += st->seqs[i].n_tokens;
+		b->n_seqs++;
+	}
+	b->n_read = b->n_tokens;
+}
+
+static int32_t pack_seq(void *ctx, int req)
+{
+	struct gen_world *w = ctx;
+
+	return req >= 0 && req < w->n_reqs ? w->reqs[req].pk_seq : -1;
+}
+
 static struct rt_sock_addr loopback(uint16_t port)
 {
 	struct rt_sock_addr a;
@@ -449,6 +470,7 @@ static int setup_requests(struct gen_world *w)
 		r->prompt_tokens = r->cfg->prompt_len / 4 + 3;
 		r->tokens_out = -1;
 		r->open_phase = -1;
+		r->pk_seq = -1;
 		if (r->cfg->with_id || w->mode == RT_GEN_MARKERS)
 			snprintf(r->id, sizeof(r->id), "%s-%d", sc->name, i + 1);
 		else
@@ -492,6 +514,9 @@ int gen_server_setup(struct gen_world *w)
 
 	s->req_id = req_id;
 	s->req_ctx = w;
+	s->pack = w->mode == RT_GEN_PACK;
+	s->pack_batch = pack_batch;
+	s->pack_seq = pack_seq;
 	s->src_waking = SIM_SRC_LATE;
 	s->src_mark = SIM_SRC_LATE;
 	s->listen_fd = GEN_LISTEN_FD;

@@ -72,6 +72,7 @@ struct sim_act {
 	uint8_t stage;
 	uint16_t syscall; /* enum rt_sock_syscall */
 	uint16_t mark_kind; /* RT_EV_MARK_* */
+	uint16_t role; /* PACK_CALL: enum rt_pack_role (0: a region) */
 	int32_t fd;
 	int32_t target; /* WAKE, TASK_NEW: thread index */
 	int32_t req; /* request index the action is for, -1: none */
@@ -120,7 +121,8 @@ struct sim_mark_log {
 	int32_t thread;
 	uint16_t kind; /* RT_EV_MARK_BEGIN, _END, _STEP_BEGIN, _STEP_END; PACK_CALL (region) */
 	uint16_t phase; /* PACK_CALL: 0 entry, 1 return */
-	int32_t req; /* BEGIN/END */
+	uint16_t role; /* PACK_CALL: enum rt_pack_role (0: a region) */
+	int32_t req; /* BEGIN/END; PACK_CALL TOKENIZE, SEQ_RM */
 	uint32_t mask; /* STEP_BEGIN members */
 	uint64_t step_id;
 };
@@ -239,6 +241,15 @@ struct sim {
 	/* request ids for marker records, indexed by request */
 	const char *(*req_id)(void *ctx, int req);
 	void *req_ctx;
+	/*
+	 * Engine-pack mode (gen.h RT_GEN_PACK): a step's STEP_BEGIN/END actions
+	 * are logged as steps but emitted as PACK_BATCH + PACK_CALL DECODE
+	 * entry and its return; pack_batch fills the batch of step step_id.
+	 */
+	bool pack;
+	void (*pack_batch)(void *ctx, uint64_t step_id, struct rt_ev_pack_batch *b);
+	/* PACK_CALL SEQ_RM: the request's sequence id */
+	int32_t (*pack_seq)(void *ctx, int req);
 };
 
 /* Deterministic randomness (splitmix64). */

@@ -229,6 +229,7 @@ static int log_mark(struct sim *s, struct sim_thread *t, const struct sim_act *a
 	m->thread = t->idx;
 	m->kind = a->mark_kind;
 	m->phase = (uint16_t)a->phase;
+	m->role = a->role;
 	m->req = a->req;
 	m->mask = a->mask;
 	m->step_id = a->step_id;
@@ -247,6 +248,33 @@ static void copy_id(struct sim *s, int req, char *out, uint32_t *len)
 		*len = (uint32_t)n;
 }
 
+/* An engine context pointer (llama_context *): one context, a plausible heap address. */
+#define SIM_PACK_CTX 0x55d0c0a1f2e0LL
+
+/* A step in pack mode: llama_decode's batch and entry, or its return (retval 0). */
+static int emit_pack_step(struct sim *s, struct sim_thread *t, const struct sim_act *a)
+{
+	struct rt_ev_pack_batch b;
+	struct rt_ev_pack_call pc;
+	int err;
+
+	memset(&pc, 0, sizeof(pc));
+	sim_hdr(&pc.hdr, RT_EV_PACK_CALL, sizeof(pc), s->now, t->pid, t->tid);
+	pc.role = RT_PACK_DECODE;
+	pc.args[0] = SIM_PACK_CTX;
+	if (a->mark_kind == RT_EV_MARK_STEP_END) {
+		pc.ret = 1;
+		return sim_emit(s, &pc, sizeof(pc), SIM_SRC_BPF, t->cpu);
+	}
+	memset(&b, 0, sizeof(b));
+	sim_hdr(&b.hdr, RT_EV_PACK_BATCH, sizeof(b), s->now, t->pid, t->tid);
+	s->pack_batch(s->req_ctx, a->step_id, &b);
+	err = sim_emit(s, &b, sizeof(b), SIM_SRC_BPF, t->cpu);
+	if (!err)
+		err = sim_emit(s, &pc, sizeof(pc), SIM_SRC_BPF, t->cpu);
+	return err;
+}
+
 int sim_emit_mark(struct sim *s, struct sim_thread *t, const struct sim_act *a)
 {
 	struct rt_ev_mark m;
@@ -258,15 +286,25 @@ int sim_emit_mark(struct sim *s, struct sim_thread *t, const struct sim_act *a)
 	if (err)
 		goto out;
 	if (a->mark_kind == RT_EV_PACK_CALL) {
-		/* a pack's parallel region (GOMP_parallel): a uprobe, phase = entry 0 / return 1 */
+		/* a pack's uprobe: a parallel region (GOMP_parallel), or in pack
+		 * mode llama_tokenize or llama_memory_seq_rm; phase = entry 0 / return 1 */
 		struct rt_ev_pack_call pc;
 
 		memset(&pc, 0, sizeof(pc));
 		sim_hdr(&pc.hdr, RT_EV_PACK_CALL, sizeof(pc), s->now, t->pid, t->tid);
-		pc.role = RT_PACK_REGION;
+		pc.role = a->role ? a->role : RT_PACK_REGION;
 		pc.ret = (uint16_t)a->phase;
+		if (a->role == RT_PACK_SEQ_RM) {
+			/* the whole sequence: llama_memory_seq_rm(mem, seq, -1, -1) */
+			pc.args[0] = s->pack_seq(s->req_ctx, a->req);
+			pc.args[1] = -1;
+			pc.args[2] = -1;
+		}
 		return sim_emit(s, &pc, sizeof(pc), SIM_SRC_BPF, t->cpu);
 	}
+	if (s->pack &&
+	    (a->mark_kind == RT_EV_MARK_STEP_BEGIN || a->mark_kind == RT_EV_MARK_STEP_END))
+		return emit_pack_step(s, t, a);
 	if (a->mark_kind == RT_EV_MARK_BEGIN || a->mark_kind == RT_EV_MARK_END) {
 		memset(&m, 0, sizeof(m));
 		sim_hdr(&m.hdr, a->mark_kind, sizeof(m), s->now, t->pid, t->tid);

@@ -81,7 +81,117 @@ struct mark_iv {
 struct phases {
 	int64_t v[RT_PHASE__COUNT];
 	bool marker[RT_PHASE__COUNT];
+	bool pack[RT_PHASE__COUNT];
 };
+
+/* What an engine pack shows of a request (pack mode; docs/packs-correlate.md). */
+struct pk_truth {
+	bool present; /* a pack record was charged to it */
+	int tok_calls, prefill_steps, decode_steps, prompt_tokens;
+	uint64_t tok0, tok1; /* first tokenize entry, last return */
+	uint64_t first; /* its first step's decode entry */
+	uint64_t prefill_end, last_end; /* returns of its prompt's step and of its last step */
+};
+
+/*
+ * Its llama_tokenize calls, and the steps whose batch listed it that
+ * returned while it was live (a step returning after end_ns, the engine
+ * not yet aware that the client left, advances nobody's span). The
+ * simulation feeds a prompt in one chunk: the first step is its prefill.
+ */
+static void pack_truth(const struct gen_world *w, const struct gen_req *r, struct pk_truth *k)
+{
+	const struct sim *s = &w->sim;
+	size_t i, j;
+
+	memset(k, 0, sizeof(*k));
+	if (w->mode != RT_GEN_PACK)
+		return;
+	for (i = 0; i < s->n_marks; i++) {
+		const struct sim_mark_log *m = &s->marks[i];
+
+		if (m->kind == RT_EV_PACK_CALL && m->role == RT_PACK_TOKENIZE && m->req == r->idx) {
+			if (!m->phase && !k->tok0)
+				k->tok0 = m->ts;
+			if (m->phase) {
+				k->tok1 = m->ts;
+				k->tok_calls++;
+			}
+			continue;
+		}
+		if (m->kind != RT_EV_MARK_STEP_BEGIN || !(m->mask & (1u << r->idx)))
+			continue;
+		for (j = i + 1; j < s->n_marks; j++) {
+			const struct sim_mark_log *e = &s->marks[j];
+
+			if (e->kind == RT_EV_MARK_STEP_END && e->step_id == m->step_id)
+				break;
+		}
+		if (j == s->n_marks || s->marks[j].ts >= r->end)
+			continue;
+		if (!k->first) {
+			k->first = m->ts;
+			k->prefill_end = s->marks[j].ts;
+			k->prefill_steps = 1;
+			k->prompt_tokens = r->prompt_tokens;
+		} else {
+			k->decode_steps++;
+		}
+		k->last_end = s->marks[j].ts;
+	}
+	k->present = k->tok_calls || k->first;
+}
+
+static uint64_t clip(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/*
+ * Pack phases replace pre_first_token and the probe decode; receive and
+ * postprocess stay unless their interval overlaps a pack interval; probe
+ * comm wait comes out of prefill and decode (docs/spans.md, "Packs").
+ */
+static void pack_phases(const struct gen_req *r, const struct pk_truth *k, struct phases *ph,
+			uint64_t piv[][2])
+{
+	uint64_t iv[4][3], tok_end = r->received;
+	int n = 0, i, p;
+
+	if (!k->first)
+		return;
+	if (k->tok_calls && k->tok1 <= k->first) {
+		iv[n][0] = k->tok0, iv[n][1] = k->tok1, iv[n++][2] = RT_PHASE_TOKENIZE;
+		tok_end = k->tok1;
+	}
+	iv[n][0] = tok_end, iv[n][1] = k->first, iv[n++][2] = RT_PHASE_QUEUE;
+	iv[n][0] = k->first, iv[n][1] = k->prefill_end, iv[n++][2] = RT_PHASE_PREFILL;
+	iv[n][0] = k->prefill_end, iv[n][1] = k->decode_steps ? k->last_end : k->prefill_end;
+	iv[n++][2] = RT_PHASE_DECODE;
+	for (i = 0; i < n; i++) {
+		iv[i][0] = clip(iv[i][0], r->start, r->end);
+		iv[i][1] = clip(iv[i][1], iv[i][0], r->end);
+	}
+	ph->v[RT_PHASE_PRE_FIRST_TOKEN] = NUL;
+	for (p = RT_PHASE_RECEIVE; p <= RT_PHASE_POSTPROCESS; p += RT_PHASE_POSTPROCESS) {
+		for (i = 0; i < n && ph->v[p] != NUL; i++)
+			if (overlap(piv[p][0], piv[p][1], iv[i][0], iv[i][1]))
+				ph->v[p] = NUL;
+	}
+	for (i = 0; i < n; i++) {
+		p = (int)iv[i][2];
+		ph->v[p] = (int64_t)(iv[i][1] - iv[i][0]);
+		ph->pack[p] = true;
+	}
+	if (ph->v[RT_PHASE_COMM_WAIT] != NUL) {
+		ph->v[RT_PHASE_PREFILL] -= comm_in(r, r->received, r->first_tok);
+		ph->v[RT_PHASE_DECODE] -= comm_in(r, r->first_tok, r->last_tok);
+		for (p = RT_PHASE_PREFILL; p <= RT_PHASE_DECODE;
+		     p += RT_PHASE_DECODE - RT_PHASE_PREFILL)
+			if (ph->v[p] < 0)
+				ph->v[p] = 0;
+	}
+}
 
 /* Zero-code values (docs/spans.md), with the interval each one covers. */
 static void probe_phases(const struct gen_req *r, int64_t *v, uint64_t iv[][2])
@@ -169,7 +279,8 @@ static int req_marks(const struct gen_world *w, const struct gen_req *r, struct 
 	return n;
 }
 
-static void phases_of(const struct gen_world *w, const struct gen_req *r, struct phases *ph)
+static void phases_of(const struct gen_world *w, const struct gen_req *r, const struct pk_truth *k,
+		      struct phases *ph)
 {
 	struct mark_iv iv[MAX_IV];
 	uint8_t phase[MAX_IV];
@@ -213,6 +324,7 @@ static void phases_of(const struct gen_world *w, const struct gen_req *r, struct
 		if (ph->marker[RT_PHASE_DECODE])
 			ph->v[RT_PHASE_DECODE] -= comm_in(r, r->first_tok, r->last_tok);
 	}
+	pack_phases(r, k, ph, piv);
 	for (p = 0; p < RT_PHASE__COUNT; p++)
 		if (p != RT_PHASE_OTHER && ph->v[p] != NUL)
 			sum += ph->v[p];
@@ -323,16 +435,38 @@ static void put_phases(struct gen_str *g, const struct phases *ph)
 		if (ph->v[p] == NUL || p == RT_PHASE_OTHER)
 			continue;
 		gs_printf(g, "%s\"%s\":\"%s\"", first ? "" : ",", phase_keys[p],
-			  ph->marker[p] ? "marker" : "probe");
+			  ph->marker[p] ? "marker" :
+			  ph->pack[p]	? "pack" :
+					  "probe");
 		first = false;
 	}
 	gs_printf(g, "}");
+}
+
+/* The span's pack object (null when no pack record was charged to it) and steps_source. */
+static void put_pack(struct gen_str *g, const struct gen_req *r, const struct pk_truth *k)
+{
+	gs_printf(g, ",\"steps_source\":%s", k->first ? "\"pack\"" : "null");
+	if (!k->present) {
+		gs_printf(g, ",\"pack\":null");
+		return;
+	}
+	gs_printf(g, ",\"pack\":{\"seq\":");
+	if (k->first)
+		gs_printf(g, "%d,\"join\":\"hand-off\"", r->pk_seq);
+	else
+		gs_printf(g, "null,\"join\":null");
+	gs_printf(g,
+		  ",\"tokenize_calls\":%d,\"prefill_steps\":%d,\"decode_steps\":%d,"
+		  "\"prompt_tokens\":%d}",
+		  k->tok_calls, k->prefill_steps, k->decode_steps, k->prompt_tokens);
 }
 
 static void put_req(struct gen_str *g, const struct gen_world *w, const struct gen_req *r,
 		    const struct gen_cpu_truth *ct)
 {
 	const struct sim_sock *so = sim_sock_get((struct sim *)&w->sim, w->conns[r->conn].fd);
+	struct pk_truth k;
 	struct phases ph;
 	int i;
 
@@ -340,7 +474,8 @@ static void put_req(struct gen_str *g, const struct gen_world *w, const struct g
 		g->err = -EPROTO;
 		return;
 	}
-	phases_of(w, r, &ph);
+	pack_truth(w, r, &k);
+	phases_of(w, r, &k, &ph);
 	gs_printf(g,
 		  "{\"request_id\":\"%s\",\"group\":\"testsrv\",\"pid\":%u,\"comm\":\"testsrv\","
 		  "\"conn\":\"",
@@ -389,6 +524,8 @@ static void put_req(struct gen_str *g, const struct gen_world *w, const struct g
 		  r->aborted ? "aborted" : "ok", r->pipelined ? "\"pipelined\"" : "",
 		  r->pipelined && r->arrival_bound ? "," : "",
 		  r->arrival_bound ? "\"backlog_lower_bound\"" : "");
+	if (w->mode == RT_GEN_PACK)
+		put_pack(g, r, &k);
 	gs_printf(g, ",\"token_writes_ns\":[");
 	for (i = 0; i < r->n_tok_writes; i++)
 		gs_printf(g, "%s%llu", i ? "," : "", (unsigned long long)r->tok_writes[i]);

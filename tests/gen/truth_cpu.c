@@ -24,6 +24,7 @@ struct claim {
 	uint64_t t0, t1; /* t1 NEVER: not ended in the recording */
 	uint32_t mask;
 	bool step;
+	uint64_t step_id; /* a step's */
 };
 
 /* Rules 2-4 of one burst: when it gained each owner, NEVER: not an owner. */
@@ -237,7 +238,11 @@ static int marker_intervals(struct cpu_ctx *x)
 
 	for (i = 0; i < s->n_marks; i++) {
 		const struct sim_mark_log *m = &s->marks[i];
-		struct claim c = { .t0 = m->ts, .t1 = NEVER, .step = true, .mask = m->mask };
+		struct claim c = { .t0 = m->ts,
+				   .t1 = NEVER,
+				   .step = true,
+				   .mask = m->mask,
+				   .step_id = m->step_id };
 
 		if (m->kind == RT_EV_MARK_BEGIN) {
 			if (!claims_thread(m->phase))
@@ -328,6 +333,31 @@ static uint32_t engine_step_at(const struct cpu_ctx *x, uint64_t t, bool *in_ste
 		}
 	}
 	return 0;
+}
+
+/*
+ * Pack mode: the tokens request i fed in the engine's step open at t (an
+ * engine pack's step splits pool time by its batch's tokens); 1 otherwise.
+ */
+static uint64_t step_weight(const struct cpu_ctx *x, uint64_t t, int req)
+{
+	const struct gen_world *w = x->w;
+	int e = w->th_eng, i, j;
+
+	if (w->mode != RT_GEN_PACK)
+		return 1;
+	for (i = 0; i < x->n_iv[e]; i++) {
+		const struct claim *c = &x->iv[e][i];
+		const struct gen_pk_step *st;
+
+		if (!c->step || c->t0 > t || t >= c->t1 || c->step_id >= w->n_pk_steps)
+			continue;
+		st = &w->pk_steps[c->step_id];
+		for (j = 0; j < st->n; j++)
+			if (st->req[j] == req)
+				return st->seqs[j].n_tokens;
+	}
+	return 1; /* the engine set, equally */
 }
 
 /* Who the engine works for at t: its step's live members, else the engine set. */
@@ -422,11 +452,13 @@ static void pool_marks(struct cpu_ctx *x)
 	for (i = 0; i < s->n_marks; i++) {
 		const struct sim_mark_log *m = &s->marks[i];
 
-		if (m->kind == RT_EV_PACK_CALL && m->phase == 0 && x->n_reg < GEN_MAX_STEPS * 2) {
+		if (m->kind == RT_EV_PACK_CALL && (!m->role || m->role == RT_PACK_REGION) &&
+		    m->phase == 0 && x->n_reg < GEN_MAX_STEPS * 2) {
 			x->reg[x->n_reg].t0 = m->ts;
 			x->reg[x->n_reg].t1 = NEVER;
 			for (j = i + 1; j < s->n_marks; j++)
 				if (s->marks[j].kind == RT_EV_PACK_CALL &&
+				    (!s->marks[j].role || s->marks[j].role == RT_PACK_REGION) &&
 				    s->marks[j].thread == m->thread && s->marks[j].phase == 1) {
 					x->reg[x->n_reg].t1 = s->marks[j].ts;
 					break;
@@ -479,13 +511,20 @@ static void pool_charge(const struct cpu_ctx *x, struct gen_cpu_truth *ct, int t
 	int n, i;
 
 	for (; a < b; a = c) {
+		uint64_t wt[GEN_MAX_REQS], wsum = 0;
+
 		c = pool_cut(x, a, b);
 		m = working_for(x, a);
 		n = __builtin_popcount(m);
 		if (!n)
 			continue; /* the engine works for nobody: unattributed */
 		for (i = 0; i < GEN_MAX_REQS; i++) {
-			int64_t share = (int64_t)(c - a) / n;
+			wt[i] = m & (1u << i) ? step_weight(x, a, i) : 0;
+			wsum += wt[i];
+		}
+		for (i = 0; i < GEN_MAX_REQS; i++) {
+			/* weighted shares rounded down, as the correlator's */
+			int64_t share = (int64_t)((unsigned __int128)(c - a) * wt[i] / wsum);
 
 			if (!(m & (1u << i)))
 				continue;

@@ -168,6 +168,13 @@ static void check_recording(const char *path, enum rt_gen_mode mode, struct rec_
 	} else {
 		assert_int_equal(st->kinds[RT_EV_MARK_BEGIN] + st->kinds[RT_EV_MARK_STEP_BEGIN], 0);
 	}
+	/* pack mode: a batch before each decode entry, an entry and a return per step */
+	if (mode == RT_GEN_PACK) {
+		assert_true(st->kinds[RT_EV_PACK_BATCH] > 0);
+		assert_true(st->kinds[RT_EV_PACK_CALL] >= 2 * st->kinds[RT_EV_PACK_BATCH]);
+	} else {
+		assert_int_equal(st->kinds[RT_EV_PACK_BATCH], 0);
+	}
 }
 
 /* ---- the truth ------------------------------------------------------------------------------- */
@@ -271,8 +278,9 @@ static bool check_request(const cJSON *o, enum rt_gen_mode mode, bool *backlog)
 			 field(o, "request_id")->valuestring, sum, (end - origin) / 1e6);
 	for (i = 1; i <= 3; i++)
 		marker_phase |= !cJSON_IsNull(field(phases, phase_keys[i]));
-	if (mode == RT_GEN_MARKERS) {
-		/* queue/tokenize/prefill come from markers, so pre_first_token is null */
+	if (mode == RT_GEN_MARKERS || mode == RT_GEN_PACK) {
+		/* queue/tokenize/prefill come from markers (or the pack), so
+		 * pre_first_token is null */
 		assert_true(marker_phase);
 		assert_true(cJSON_IsNull(field(phases, "pre_first_token_ms")));
 	} else {
@@ -363,7 +371,7 @@ static void test_every_scenario(void **state)
 	for (i = 0; i < rt_gen_scenario_count(); i++) {
 		const char *name = rt_gen_scenario_name(i);
 
-		for (m = RT_GEN_ZERO; m <= RT_GEN_MARKERS; m++) {
+		for (m = RT_GEN_ZERO; m <= RT_GEN_PACK; m++) {
 			tmp_make(&t);
 			generate(name, (enum rt_gen_mode)m, 7 + i, &t);
 			check_recording(t.rtrace, (enum rt_gen_mode)m, &st);
@@ -485,6 +493,9 @@ static void test_bad_options(void **state)
 	assert_int_equal(mode, RT_GEN_MARKERS);
 	assert_int_equal(rt_gen_mode_parse("zero", &mode), 0);
 	assert_int_equal(mode, RT_GEN_ZERO);
+	assert_int_equal(rt_gen_mode_parse("pack", &mode), 0);
+	assert_int_equal(mode, RT_GEN_PACK);
+	assert_string_equal(rt_gen_mode_name(RT_GEN_PACK), "pack");
 	assert_int_equal(rt_gen_mode_parse("Zero", &mode), -EINVAL);
 	assert_null(rt_gen_scenario_name(rt_gen_scenario_count()));
 }
@@ -504,6 +515,9 @@ static void same_file(const char *fixture, const char *generated)
 	free(a);
 	free(b);
 }
+
+/* tests/fixtures/regen.sh PACK_SCENARIOS */
+static const char *const pack_fixtures[] = { "basic", "two-conn-shared", "aborted", "pool" };
 
 /* The committed fixtures are exactly what the generator writes (nobody edits them by hand). */
 static void test_fixtures_up_to_date(void **state)
@@ -530,6 +544,18 @@ static void test_fixtures_up_to_date(void **state)
 			same_file(path, t.truth);
 			tmp_remove(&t);
 		}
+	}
+	/* engine-pack mode: the scenarios tests/fixtures/regen.sh lists */
+	for (i = 0; i < sizeof(pack_fixtures) / sizeof(pack_fixtures[0]); i++) {
+		tmp_make(&t);
+		generate(pack_fixtures[i], RT_GEN_PACK, FIXTURE_SEED, &t);
+		snprintf(path, sizeof(path), "%s/tests/fixtures/%s-pack.rtrace", src,
+			 pack_fixtures[i]);
+		same_file(path, t.rtrace);
+		snprintf(path, sizeof(path), "%s/tests/fixtures/%s-pack.truth.jsonl", src,
+			 pack_fixtures[i]);
+		same_file(path, t.truth);
+		tmp_remove(&t);
 	}
 }
 
