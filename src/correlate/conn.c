@@ -507,6 +507,8 @@ static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 		r->span.tokens_out = ev->tokens_out;
 	if (!r->span.response_id[0] && ev->response_id[0])
 		memcpy(r->span.response_id, ev->response_id, sizeof(r->span.response_id));
+	if (r->id_slot < 0)
+		r->id_slot = ev->id_slot;
 	add_reported(r, ev->reported, ev->n_reported);
 	switch (ev->kind) {
 	case RT_SSE_CONTENT:
@@ -537,6 +539,8 @@ static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
 		r->span.tokens_out = done->tokens_out;
 	if (!r->span.response_id[0] && done->response_id[0])
 		memcpy(r->span.response_id, done->response_id, sizeof(r->span.response_id));
+	if (r->id_slot < 0)
+		r->id_slot = done->id_slot;
 	add_reported(r, done->reported, done->n_reported);
 	if (done->guessed)
 		r->span.flags |= RT_SPAN_INCOMPLETE;

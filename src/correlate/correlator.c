@@ -162,6 +162,7 @@ struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_
 	r->pid = conn->pid;
 	r->fd = conn->fd;
 	r->last_activity = start_ns;
+	r->id_slot = -1;
 	r->span.start_ns = start_ns;
 	r->span.pid = conn->pid;
 	snprintf(r->span.conn, sizeof(r->span.conn), "%s", conn->desc);

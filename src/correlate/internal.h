@@ -128,6 +128,7 @@ struct rt_req {
 	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
 	struct rt_req_pack *pack; /* engine pack observations (pack.c), NULL: none */
 	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
+	int32_t id_slot; /* the response's "id_slot" (llama-server's sequence), -1: none seen */
 
 	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
 	uint32_t n_touched;

@@ -658,17 +658,6 @@ static uint32_t put(struct rt_pack_iv *out, uint32_t n, uint8_t phase, uint64_t 
 	return n + 1;
 }
 
-static int32_t reported_slot(const struct rt_span *s)
-{
-	uint32_t i;
-
-	for (i = 0; i < s->n_reported && i < RT_SPAN_REPORTED_MAX; i++)
-		if (!strcmp(s->reported[i].name, "id_slot") && s->reported[i].value >= 0 &&
-		    s->reported[i].value < INT32_MAX)
-			return (int32_t)s->reported[i].value;
-	return -1;
-}
-
 uint32_t rt_pack_finish(struct rt_req *r, struct rt_pack_iv *out)
 {
 	const struct rt_req_pack *k = r->pack;
@@ -687,7 +676,7 @@ uint32_t rt_pack_finish(struct rt_req *r, struct rt_pack_iv *out)
 	s->pack.tokenize_calls = k->tok_calls;
 	if (k->seq >= 0) {
 		/* llama-server: seq_id == slot (current), slot + 1 (2024 builds) */
-		slot = reported_slot(s);
+		slot = r->id_slot;
 		s->pack.join = slot < 0				      ? RT_PACK_JOIN_HANDOFF :
 			       (k->seq == slot || k->seq == slot + 1) ? RT_PACK_JOIN_ID_SLOT :
 									RT_PACK_JOIN_MISMATCH;

@@ -87,6 +87,7 @@ struct rt_http_json_facts {
 	bool usage; /* a usage or timings object */
 	int64_t tokens_out;
 	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* top-level "id"; "" none */
+	int32_t id_slot; /* llama-server's top-level "id_slot" (its engine sequence), -1 none */
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
 };

@@ -258,6 +258,24 @@ static void scan_count(const char *s, size_t n, const char *qkey, const char *na
 		set_tokens(f, d);
 }
 
+/*
+ * llama-server's "id_slot", a small integer near the start of its bodies, so
+ * a kept head holds it; textual here: the first such key, at any depth.
+ */
+static void scan_id_slot(const char *s, size_t n, struct rt_http_json_facts *f)
+{
+	size_t from = 0, v = find_key(s, n, &from, "\"id_slot\""), l = 0;
+	long slot = 0;
+
+	if (v >= n)
+		return;
+	while (v + l < n && l < 9 && s[v + l] >= '0' && s[v + l] <= '9')
+		slot = slot * 10 + (s[v + l++] - '0');
+	/* a whole integer: not cut by the kept head, no fraction or exponent */
+	if (l && v + l < n && !strchr("0123456789.eE", s[v + l]))
+		f->id_slot = (int32_t)slot;
+}
+
 /* A "<key>": "x..." with a non-empty string value. */
 static void scan_text_key(const char *s, size_t n, const char *qkey, struct rt_http_json_facts *f)
 {
@@ -296,11 +314,13 @@ void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_ht
 {
 	memset(f, 0, sizeof(*f));
 	f->tokens_out = -1;
+	f->id_slot = -1;
 	if (!text || !len)
 		return;
 	if (partial) {
 		scan(text, len, f);
 		scan_response_id(text, len, f);
+		scan_id_slot(text, len, f);
 		return;
 	}
 	if (!depth_ok(text, len, RT_HTTP_JSON_DEPTH_MAX))

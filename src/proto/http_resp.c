@@ -270,6 +270,7 @@ static void on_complete(void *w, bool incomplete, bool guessed)
 
 	memset(&done, 0, sizeof(done));
 	done.tokens_out = -1;
+	done.id_slot = -1;
 	done.incomplete = incomplete;
 	done.guessed = guessed;
 	if (r->use_json && r->json.total) {
@@ -279,6 +280,7 @@ static void on_complete(void *w, bool incomplete, bool guessed)
 
 		rt_http_json_facts(text, len, incomplete || rt_keepbuf_partial(&r->json), &f);
 		done.tokens_out = f.tokens_out;
+		done.id_slot = f.id_slot;
 		memcpy(done.response_id, f.response_id, sizeof(done.response_id));
 		done.n_reported = f.n_reported;
 		memcpy(done.reported, f.reported, sizeof(done.reported));

@@ -432,13 +432,13 @@ static void choices(const struct jw *t, size_t at, struct rt_http_json_facts *f)
 	}
 }
 
-enum { M_ID, M_CHOICES, M_CONTENT, M_USAGE, M_TIMINGS, M_PREDICTED, M_EVALUATED, M__N };
+enum { M_ID, M_CHOICES, M_CONTENT, M_USAGE, M_TIMINGS, M_PREDICTED, M_EVALUATED, M_SLOT, M__N };
 
 bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts *f)
 {
 	static const char *const names[M__N] = {
-		"id",	   "choices",	       "content",	  "usage",
-		"timings", "tokens_predicted", "tokens_evaluated"
+		"id",	   "choices",	       "content",	   "usage",
+		"timings", "tokens_predicted", "tokens_evaluated", "id_slot"
 	};
 	struct jw t = { (const unsigned char *)text, len, 0 };
 	size_t at[M__N] = { 0 };
@@ -491,5 +491,8 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 	if (number_at(&t, at[M_EVALUATED], &v))
 		rt_http_report(f->reported, &f->n_reported, NULL, "tokens_evaluated", 16, v);
 	set_tokens_at(&t, at[M_PREDICTED], f);
+	/* llama-server's slot (its sequence id): the pack's exact join, not a report */
+	if (number_at(&t, at[M_SLOT], &v) && v >= 0 && v < 1e9 && v == (double)(int32_t)v)
+		f->id_slot = (int32_t)v;
 	return true;
 }

@@ -189,6 +189,7 @@ void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_ss
 	memset(out, 0, sizeof(*out));
 	out->incomplete = incomplete;
 	out->tokens_out = -1;
+	out->id_slot = -1;
 	if (!data)
 		len = 0;
 	while (len && is_space(data[0])) {
@@ -207,6 +208,7 @@ void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_ss
 	}
 	rt_http_json_facts(data, len, incomplete, &f);
 	out->tokens_out = f.tokens_out;
+	out->id_slot = f.id_slot;
 	memcpy(out->response_id, f.response_id, sizeof(out->response_id));
 	out->n_reported = f.n_reported;
 	memcpy(out->reported, f.reported, sizeof(out->reported));

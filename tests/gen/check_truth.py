@@ -131,6 +131,7 @@ def nearest_rank(sorted_gaps, q):
 class Check:
     def __init__(self, recs, truth):
         self.recs, self.truth, self.errors = recs, truth, []
+        self.id_slot = {}  # request index -> the id_slot its response carried
         self.ids = {t["request_id"]: i for i, t in enumerate(truth)}
         self.fd_of = {}  # request index -> fd
         self.handler = {}  # request index -> tid
@@ -182,7 +183,10 @@ class Check:
                 tw += [w["enter"]] * content_events(w["data"])
             if tw != t["token_writes_ns"]:
                 self.err(rid, "token writes", tw, t["token_writes_ns"])
-            rep = server_reported(b"".join(w["data"] for w in writes[i]))
+            body = b"".join(w["data"] for w in writes[i])
+            m = re.search(rb'"id_slot":(\d+)', body)
+            self.id_slot[i] = int(m.group(1)) if m else None
+            rep = server_reported(body)
             want = {k: float(v) for k, v in t["server_reported"].items()}
             if rep != want:
                 self.err(rid, "server_reported", rep, want)
@@ -721,7 +725,10 @@ class Check:
             k = self.pk.get(i)
             got = None
             if k and (k["tok_calls"] or k["first"] or k["seq"] is not None):
-                got = dict(seq=k["seq"], join="hand-off" if k["seq"] is not None else None,
+                slot = self.id_slot.get(i)
+                join = None if k["seq"] is None else "hand-off" if slot is None else \
+                    "id_slot" if k["seq"] in (slot, slot + 1) else "mismatch"
+                got = dict(seq=k["seq"], join=join,
                            tokenize_calls=k["tok_calls"], prefill_steps=k["prefill_steps"],
                            decode_steps=k["decode_steps"], prompt_tokens=k["prompt_tokens"])
             if got != t["pack"]:

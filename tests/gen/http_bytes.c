@@ -272,14 +272,15 @@ void gen_llama_final_event(struct gen_str *out, struct gen_req *r)
 
 	ms3(pms, sizeof(pms), r->prefill_ns);
 	ms3(dms, sizeof(dms), r->last_prod_ns - r->first_prod_ns);
+	/* llama-server's slot is its sequence (the pack's exact join); 0 outside pack mode */
 	gs_printf(&ev,
-		  "data: {\"content\":\"\",\"stop\":true,\"id_slot\":0,\"model\":\"tiny-llm\","
+		  "data: {\"content\":\"\",\"stop\":true,\"id_slot\":%d,\"model\":\"tiny-llm\","
 		  "\"tokens_predicted\":%d,\"tokens_evaluated\":%d,\"generation_settings\":{"
 		  "\"n_ctx\":4096,\"n_predict\":%d,\"temperature\":0.8,\"top_k\":40,\"top_p\":0.95,"
 		  "\"min_p\":0.05,\"samplers\":[\"top_k\",\"typ_p\",\"top_p\",\"min_p\","
 		  "\"temperature\"],"
 		  "\"system_prompt\":\"",
-		  n, r->prompt_tokens, n);
+		  r->pk_seq > 0 ? r->pk_seq : 0, n, r->prompt_tokens, n);
 	/* big enough that only the probe's head and tail are captured */
 	for (i = 0; i < 40; i++)
 		gs_put(&ev, pad, sizeof(pad) - 1);

@@ -453,7 +453,9 @@ static void put_pack(struct gen_str *g, const struct gen_req *r, const struct pk
 	}
 	gs_printf(g, ",\"pack\":{\"seq\":");
 	if (k->first)
-		gs_printf(g, "%d,\"join\":\"hand-off\"", r->pk_seq);
+		/* the final event's id_slot is the sequence (http_bytes.c): an exact join */
+		gs_printf(g, "%d,\"join\":\"%s\"", r->pk_seq,
+			  r->cfg->large_final ? "id_slot" : "hand-off");
 	else
 		gs_printf(g, "null,\"join\":null");
 	gs_printf(g,

@@ -298,6 +298,34 @@ static const char *const cases[] = {
 	"{\"timings\":{\"predicted_n\":3},\"usage\":{\"completion_tokens\":4}}",
 };
 
+/* llama-server's id_slot: read by both passes, never reported */
+static void test_id_slot(void **state)
+{
+	static const struct {
+		const char *text;
+		bool partial;
+		int32_t want;
+	} cs[] = {
+		{ "{\"id_slot\":3,\"content\":\"x\"}", false, 3 },
+		{ "{\"id_slot\":3,\"content\":\"x\"}", true, 3 },
+		{ "{\"id_slot\":0}", false, 0 },
+		{ "{\"id_slot\":-1}", false, -1 },
+		{ "{\"id_slot\":1.5}", false, -1 },
+		{ "{\"id_slot\":\"2\"}", false, -1 },
+		{ "{\"a\":{\"id_slot\":4}}", false, -1 },
+		{ "{\"content\":\"x\"}", false, -1 },
+	};
+	struct rt_http_json_facts f;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+		rt_http_json_facts(cs[i].text, strlen(cs[i].text), cs[i].partial, &f);
+		assert_int_equal(f.id_slot, cs[i].want);
+		for (uint32_t k = 0; k < f.n_reported; k++)
+			assert_string_not_equal(f.reported[k].name, "id_slot");
+	}
+}
+
 static void test_cases(void **state)
 {
 	(void)state;
@@ -407,6 +435,7 @@ static void test_corpus(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_id_slot),
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_corpus),

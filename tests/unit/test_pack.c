@@ -298,8 +298,8 @@ static void test_two_concurrent_requests(void **state)
 	assert_int_equal(a->pack.prefill_steps, 2);
 	assert_int_equal(a->pack.decode_steps, 3);
 	assert_int_equal(a->pack.prompt_tokens, 10);
-	/* the proto scan does not report id_slot (yet): the hand-off made the join */
-	assert_int_equal(a->pack.join, RT_PACK_JOIN_HANDOFF);
+	/* a's response (fd 7) names slot 0, its sequence: the join is exact */
+	assert_int_equal(a->pack.join, RT_PACK_JOIN_ID_SLOT);
 	assert_int_equal(a->steps_source, RT_PSRC_PACK);
 	assert_int_equal(intervals_of(a, RT_PHASE_PREFILL, RT_PSRC_PACK), 1);
 	assert_int_equal(intervals_of(a, RT_PHASE_DECODE, RT_PSRC_PACK), 1);
@@ -313,7 +313,8 @@ static void test_two_concurrent_requests(void **state)
 	assert_int_equal(b->pack.prefill_steps, 1);
 	assert_int_equal(b->pack.decode_steps, 3);
 	assert_int_equal(b->pack.prompt_tokens, 5);
-	assert_int_equal(b->pack.join, RT_PACK_JOIN_HANDOFF);
+	/* b's (fd 8) names slot 5, neither its sequence 1 nor 1 - 1: the join is doubted */
+	assert_int_equal(b->pack.join, RT_PACK_JOIN_MISMATCH);
 
 	/* the worker's time in shared steps is split; the last step is a's alone */
 	wa = thread_in(a, WORKER);

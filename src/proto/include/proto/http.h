@@ -134,6 +134,7 @@ struct rt_sse_event {
 	bool incomplete; /* part of the event was not captured: kind is a best guess */
 	int64_t tokens_out; /* usage.completion_tokens or timings.predicted_n, else -1 */
 	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* the event's top-level "id"; "" none */
+	int32_t id_slot; /* llama-server's top-level "id_slot", -1 none */
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
 };
@@ -141,6 +142,7 @@ struct rt_sse_event {
 struct rt_http_resp_done {
 	int64_t tokens_out; /* from a JSON body's usage, else -1 */
 	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* a JSON body's top-level "id"; "" none */
+	int32_t id_slot; /* a JSON body's top-level "id_slot" (llama-server), -1 none */
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
 	bool incomplete; /* bytes of the response were not captured */
