@@ -160,25 +160,45 @@ struct {
  * its bursts to their requests). The tracepoints around every handler that
  * wakes tasks keep a per-CPU depth; either test says "interrupt".
  */
+struct rt_irq_state {
+	__u32 depth; /* handlers entered and not yet left on this CPU */
+	__u32 pad;
+	__u64 since_ns; /* when the outermost one was entered */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct rt_irq_state);
 } rt_irq_depth SEC(".maps");
+
+/*
+ * No handler runs this long (softirqs yield after 2 ms): a depth older than
+ * this lost an exit (the entry program attached before the exit program, or
+ * an exit the kernel skipped) and is dropped rather than kept forever.
+ */
+#define RT_IRQ_STALE_NS 20000000ull
 
 static __always_inline void rt_irq_depth_add(int d)
 {
 	__u32 key = 0;
-	__u32 *depth = bpf_map_lookup_elem(&rt_irq_depth, &key);
+	struct rt_irq_state *st = bpf_map_lookup_elem(&rt_irq_depth, &key);
+	__u64 now;
 
-	if (!depth)
+	if (!st)
 		return;
-	/* an exit whose entry came before we attached leaves it at 0 */
-	if (d > 0)
-		*depth += 1;
-	else if (*depth)
-		*depth -= 1;
+	now = bpf_ktime_get_ns();
+	if (st->depth && now - st->since_ns > RT_IRQ_STALE_NS)
+		st->depth = 0;
+	if (d > 0) {
+		if (!st->depth)
+			st->since_ns = now;
+		st->depth += 1;
+	} else if (st->depth) {
+		/* an exit whose entry came before we attached leaves it at 0 */
+		st->depth -= 1;
+	}
 }
 
 #define RT_IRQ_PAIR(tp)                                                                            \
@@ -210,10 +230,10 @@ static __always_inline bool rt_in_interrupt(void)
 	struct task_struct *cur = (void *)bpf_get_current_task();
 	__u32 key = 0;
 	__u64 *slot = bpf_map_lookup_elem(&rt_sp_scratch, &key);
-	__u32 *depth = bpf_map_lookup_elem(&rt_irq_depth, &key);
+	struct rt_irq_state *st = bpf_map_lookup_elem(&rt_irq_depth, &key);
 	__u64 sp, base;
 
-	if (depth && *depth)
+	if (st && st->depth && bpf_ktime_get_ns() - st->since_ns <= RT_IRQ_STALE_NS)
 		return true;
 	if (!slot)
 		return false;
