@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "vllm.h"
 
 static uint64_t conn_key(uint32_t pid, int32_t fd)
 {
@@ -508,6 +509,7 @@ static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 	if (!r->span.response_id[0] && ev->response_id[0])
 		memcpy(r->span.response_id, ev->response_id, sizeof(r->span.response_id));
 	add_reported(r, ev->reported, ev->n_reported);
+	rt_vllm_on_sse(c, r, io->enter, ev->kind == RT_SSE_CONTENT);
 	switch (ev->kind) {
 	case RT_SSE_CONTENT:
 		r->span.events_out++;
