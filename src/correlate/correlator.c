@@ -630,7 +630,6 @@ void rt_correlator__stats(const struct rt_correlator *c, struct rt_correlator_st
 		st->zmq_desyncs = zs.desyncs;
 		st->zmq_frames_discarded = zs.frames_discarded;
 	}
-
 }
 
 void rt_correlator__unreadable(const struct rt_correlator *c, uint32_t group_id, uint64_t *out)

@@ -213,7 +213,7 @@ static int64_t ms_ns(const cJSON *o, const char *key);
 static void x_uint32(const cJSON *o, const char *key, uint32_t *out);
 
 static const char *const engine_joins[] = { [RT_ENGINE_JOIN_RESPONSE_ID] = "response_id",
-					     [RT_ENGINE_JOIN_HEADER] = "x_request_id" };
+					    [RT_ENGINE_JOIN_HEADER] = "x_request_id" };
 static const char *const finish_reasons[] = { "stop", "length", "abort", "error" };
 
 /* docs/spans.md, "vLLM": the engine requests joined to the span. */
