@@ -138,8 +138,8 @@ static void request(uint64_t ts, int fd, const char *path, const char *hdr_id)
 	rt_correlator__event(c, &a.hdr, false);
 	if (hdr_id)
 		snprintf(h, sizeof(h), "X-Request-Id: %s\r\n", hdr_id);
-	snprintf(buf, sizeof(buf),
-		 "POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 2\r\n\r\n{}", path, h);
+	snprintf(buf, sizeof(buf), "POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 2\r\n\r\n{}",
+		 path, h);
 	sock(RT_EV_SOCK_RECV, ts, fd, buf);
 }
 
@@ -331,7 +331,7 @@ static void assert_phase(const struct rt_span *s, enum rt_phase p, uint64_t ns, 
 }
 
 #define CHUNK(content)                                                                             \
-	"data: {\"id\":\"chatcmpl-abc\",\"object\":\"chat.completion.chunk\",\"choices\":[{"        \
+	"data: {\"id\":\"chatcmpl-abc\",\"object\":\"chat.completion.chunk\",\"choices\":[{"       \
 	"\"index\":0,\"delta\":{\"content\":\"" content "\"}}]}\n\n"
 
 /* Chat, streamed, no X-Request-Id: the SSE chunks' id joins it. */
@@ -380,9 +380,9 @@ static void test_join_response_id(void **state)
 	assert_int_equal(s->phase_ns[RT_PHASE_PRE_FIRST_TOKEN], RT_NULL_NS);
 	/* each output's receipt → the entry of the write of its chunk (1 µs before ts) */
 	assert_int_equal(s->engine.stream_outputs, 3);
-	assert_int_equal(s->engine.stream_ns, (int64_t)((AT(6.5) - US - AT(6.2)) +
-							(AT(8.6) - US - AT(8.2)) +
-							(AT(10.4) - US - AT(10.2))));
+	assert_int_equal(s->engine.stream_ns,
+			 (int64_t)((AT(6.5) - US - AT(6.2)) + (AT(8.6) - US - AT(8.2)) +
+				   (AT(10.4) - US - AT(10.2))));
 	assert_false(s->flags & RT_SPAN_INCOMPLETE);
 	for (p = 0; p < RT_PHASE__COUNT; p++)
 		if (s->phase_ns[p] != RT_NULL_NS)
