@@ -424,26 +424,29 @@ static struct ereq *joined(struct rt_correlator *c, const struct rt_req *r, uint
 	return e && e->req == r->serial ? e : NULL;
 }
 
-/* Each output receipt until enter_ns is carried by this write: its stream cost. */
+/*
+ * The oldest output receipt of e is carried by the write entered at
+ * enter_ns: its stream cost. One content event carries one output (the
+ * API server writes a chunk per output, in order), so when the writes lag
+ * behind the receipts each output still pairs with its own chunk.
+ */
 static void carry(struct rt_req *r, struct ereq *e, uint64_t enter_ns)
 {
 	struct rt_span_engine *g = &r->span.engine;
-	uint32_t i = 0, k;
 
-	while (i < e->n_pend && e->pend[i] <= enter_ns) {
-		if (g->stream_ns == RT_NULL_NS)
-			g->stream_ns = 0;
-		g->stream_ns += (int64_t)(enter_ns - e->pend[i]);
-		g->stream_outputs++;
-		i++;
-	}
-	for (k = i; k < e->n_pend; k++)
-		e->pend[k - i] = e->pend[k];
-	e->n_pend -= i;
+	if (!e->n_pend || e->pend[0] > enter_ns)
+		return;
+	if (g->stream_ns == RT_NULL_NS)
+		g->stream_ns = 0;
+	g->stream_ns += (int64_t)(enter_ns - e->pend[0]);
+	g->stream_outputs++;
+	memmove(e->pend, e->pend + 1, (e->n_pend - 1) * sizeof(e->pend[0]));
+	e->n_pend--;
 }
 
 void rt_vllm_on_sse(struct rt_correlator *c, struct rt_req *r, uint64_t enter_ns, bool content)
 {
+	struct ereq *oldest = NULL;
 	uint32_t i;
 
 	if (!c->vllm)
@@ -452,12 +455,15 @@ void rt_vllm_on_sse(struct rt_correlator *c, struct rt_req *r, uint64_t enter_ns
 		try_join(c, r);
 	if (!content || !r->vllm)
 		return;
+	/* several engine requests (prompts, n > 1): the output waiting longest */
 	for (i = 0; i < r->vllm->n; i++) {
 		struct ereq *e = joined(c, r, i);
 
-		if (e)
-			carry(r, e, enter_ns);
+		if (e && e->n_pend && (!oldest || e->pend[0] < oldest->pend[0]))
+			oldest = e;
 	}
+	if (oldest)
+		carry(r, oldest, enter_ns);
 }
 
 static uint64_t min_nz(uint64_t a, uint64_t b)
