@@ -14,6 +14,10 @@ within 2 ms or 2% of the client (the client's own wake-up latency on two
 shared cores makes that a noisy check), the phases reqtrace gives today,
 which threads' CPU lands in the spans, how the ZeroMQ ipc connections are
 classified (comm wait, unreadable counters), and the truth's own phases.
+With the vLLM pack (docs/spans.md, "vLLM"), also asserted at moderate load:
+every span's tokenize, queue, prefill and decode from pack and its
+engine.stream_ms within 2 ms or 3% of the server's truth, engine.outputs
+equal to the truth's (printed at concurrency 16).
 
 usage: vllm_zero_code.py [--fixture DIR]
 --fixture DIR: a short run (8 requests) recorded for replay tests: writes
