@@ -68,7 +68,10 @@ static struct rt_vllm_state *state(struct rt_correlator *c)
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return NULL;
-	v->max = c->o.max_vllm_requests ? c->o.max_vllm_requests : RT_VLLM_EREQS_DEFAULT;
+	/* by default the bound on HTTP requests in flight (max_requests, configured) */
+	v->max = c->o.max_vllm_requests ? c->o.max_vllm_requests :
+		 c->o.max_requests	? c->o.max_requests :
+					  RT_VLLM_EREQS_DEFAULT;
 	if (rt_hmap_init(&v->ereqs, v->max)) {
 		free(v);
 		return NULL;

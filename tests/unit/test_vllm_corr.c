@@ -18,6 +18,8 @@
  *   response not streamed and without an id;
  * - a stream that loses its place in the middle of a request: incomplete;
  *   a request of another stream is not;
+ * - a completions request with two prompts: both engine requests join it;
+ * - the table's bound: the oldest unjoined entry goes, counted;
  * - an unknown message shape is counted and ignored.
  */
 #include <setjmp.h>
@@ -472,6 +474,73 @@ static void test_desync_incomplete(void **state)
 	assert_false(span_of("/v1/completions")->flags & RT_SPAN_INCOMPLETE);
 }
 
+/* Two prompts in one completions request: "-0" and "-1" both join it, by the response id. */
+static void test_two_prompts(void **state)
+{
+	const struct rt_span *s;
+
+	(void)state;
+	request(AT(1), 7, "/v1/completions", NULL);
+	add(AT(2), AT(2.1), "cmpl-p2-0-aaaaaaaa", "cmpl-p2-0");
+	add(AT(2.5), AT(2.6), "cmpl-p2-1-bbbbbbbb", "cmpl-p2-1");
+	/* another request's engine request with a longer id: not joined */
+	add(AT(2.7), AT(2.8), "cmpl-p2x-0-cccccccc", "cmpl-p2x-0");
+	sse_head(AT(3), 7);
+	output(AT(4), AT(4.1), "cmpl-p2-0-aaaaaaaa", 1, 0, 0, 0);
+	sse(AT(4.3), 7,
+	    "data: {\"id\":\"cmpl-p2\",\"object\":\"text_completion\",\"choices\":[{"
+	    "\"index\":0,\"text\":\"a\"}]}\n\n");
+	output(AT(5), AT(5.1), "cmpl-p2-1-bbbbbbbb", 1, 0, 0, 0);
+	sse(AT(5.4), 7,
+	    "data: {\"id\":\"cmpl-p2\",\"object\":\"text_completion\",\"choices\":[{"
+	    "\"index\":1,\"text\":\"b\"}]}\n\n");
+	sse(AT(5.6), 7, "data: [DONE]\n\n");
+	sock(RT_EV_SOCK_SEND, AT(5.7), 7, "0\r\n\r\n");
+	rt_correlator__finish(c);
+	s = span_of("/v1/completions");
+	assert_true(s->engine.present);
+	assert_int_equal(s->engine.requests, 2);
+	assert_int_equal(s->engine.outputs, 2);
+	assert_int_equal(s->engine.prompt_tokens, 6);
+	/* tokenize to the first ADD; prefill from the first receipt to the first output */
+	assert_phase(s, RT_PHASE_TOKENIZE, AT(2) - AT(1), RT_PSRC_PACK);
+	assert_phase(s, RT_PHASE_PREFILL, AT(4.1) - AT(2.1), RT_PSRC_PACK);
+	assert_phase(s, RT_PHASE_DECODE, AT(5.1) - AT(4.1), RT_PSRC_PACK);
+	assert_int_equal(s->engine.stream_outputs, 2);
+	assert_int_equal(s->engine.stream_ns,
+			 (int64_t)((AT(4.3) - US - AT(4.1)) + (AT(5.4) - US - AT(5.1))));
+}
+
+/* A bound of 2 engine requests: a third ADD drops the oldest unjoined one, counted. */
+static void test_bound(void **state)
+{
+	struct rt_correlator_opts o = { .on_span = on_span, .max_vllm_requests = 2 };
+	struct rt_correlator_stats st;
+
+	(void)state;
+	rt_correlator__free(c);
+	c = rt_correlator__new(&o);
+	assert_non_null(c);
+	target(API);
+	target(ENG);
+	add(AT(1), AT(1.1), "cmpl-a-0-11111111", "cmpl-a-0");
+	add(AT(2), AT(2.1), "cmpl-b-0-22222222", "cmpl-b-0");
+	add(AT(3), AT(3.1), "cmpl-c-0-33333333", "cmpl-c-0");
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.vllm_requests, 3);
+	assert_int_equal(st.vllm_dropped, 1);
+	/* the dropped one was the oldest: a request naming it finds nothing */
+	request(AT(4), 7, "/v1/completions", "a");
+	sock(RT_EV_SOCK_SEND, AT(5), 7,
+	     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+	request(AT(6), 8, "/v1/chat/completions", "c");
+	sock(RT_EV_SOCK_SEND, AT(7), 8,
+	     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+	rt_correlator__finish(c);
+	assert_false(span_of("/v1/completions")->engine.present);
+	assert_true(span_of("/v1/chat/completions")->engine.present);
+}
+
 /* Valid msgpack of a shape that is no vLLM message: counted, nothing joined. */
 static void test_unknown_shape(void **state)
 {
@@ -491,6 +560,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_join_response_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_join_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_desync_incomplete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_prompts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_shape, setup, teardown),
 	};
 

@@ -32,7 +32,7 @@ struct rt_correlator_opts {
 	uint32_t max_conns; /* 0: 65536 */
 	uint32_t max_requests; /* in flight; 0: 8192 */
 	uint32_t max_threads; /* 0: 65536 */
-	uint32_t max_vllm_requests; /* engine requests held for the join; 0: 4096 */
+	uint32_t max_vllm_requests; /* engine requests held for the join; 0: max_requests */
 	uint32_t recent_spans; /* finished spans kept for amendment; 0: 1024 */
 };
 
