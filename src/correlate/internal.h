@@ -128,6 +128,7 @@ struct rt_req {
 	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
 	struct rt_req_pack *pack; /* engine pack observations (pack.c), NULL: none */
 	struct rt_req_vllm *vllm; /* vLLM engine requests joined (vllm.c), NULL: none */
+	uint64_t vllm_tried; /* vllm.c: what a join was last tried with (0: never) */
 	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
 
 	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */

@@ -49,7 +49,7 @@ struct ereq {
 struct rt_vllm_state {
 	struct rt_hmap ereqs;
 	uint32_t max;
-	uint64_t next_seq;
+	uint64_t next_seq; /* engine requests made so far */
 };
 
 struct dctx {
@@ -450,12 +450,18 @@ static void carry(struct rt_req *r, struct ereq *e, uint64_t enter_ns)
 void rt_vllm_on_sse(struct rt_correlator *c, struct rt_req *r, uint64_t enter_ns, bool content)
 {
 	struct ereq *oldest = NULL;
+	uint64_t mark;
 	uint32_t i;
 
 	if (!c->vllm)
 		return;
-	if (!r->vllm)
+	/* a response that joined nothing is tried again only once new engine
+	 * requests came, or its id did */
+	mark = c->vllm->next_seq << 1 | (r->span.response_id[0] != '\0');
+	if (!r->vllm && r->vllm_tried != mark) {
+		r->vllm_tried = mark;
 		try_join(c, r);
+	}
 	if (!content || !r->vllm)
 		return;
 	/* several engine requests (prompts, n > 1): the output waiting longest */
