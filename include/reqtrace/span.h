@@ -183,6 +183,32 @@ struct rt_span_pack {
 	uint32_t tokenize_calls;
 };
 
+/*
+ * What a two-process engine's messages said of the request (docs/spans.md,
+ * "vLLM"): the engine requests joined to it. present false: JSON null.
+ */
+#define RT_SPAN_ENGINE_ID_MAX 96
+enum rt_engine_join {
+	RT_ENGINE_JOIN_NONE = 0,
+	RT_ENGINE_JOIN_RESPONSE_ID = 1, /* the response's id (SSE chunk or body) */
+	RT_ENGINE_JOIN_HEADER = 2, /* the client's X-Request-Id */
+};
+struct rt_span_engine {
+	bool present;
+	char id[RT_SPAN_ENGINE_ID_MAX]; /* the first joined engine request's internal id */
+	uint8_t join; /* enum rt_engine_join */
+	uint32_t requests; /* engine requests joined (prompts, n>1 children) */
+	uint32_t outputs; /* EngineCoreOutput messages with new tokens, all joined requests */
+	uint64_t tokens; /* new tokens in them */
+	int64_t prompt_tokens; /* from the ADD(s); -1: not known */
+	bool events_present; /* QUEUED/SCHEDULED events were on the wire */
+	int8_t finish_reason; /* -1: none seen; 0 stop, 1 length, 2 abort, 3 error */
+	/* API-side stream cost: each output's receipt → the entry of the
+	 * response write that carried it, summed; RT_NULL_NS: none */
+	int64_t stream_ns;
+	uint32_t stream_outputs; /* outputs in stream_ns */
+};
+
 struct rt_span_reported {
 	char name[RT_SPAN_REPORTED_NAME_MAX];
 	double value;
@@ -229,6 +255,7 @@ struct rt_span {
 	struct rt_span_cpu cpu;
 	struct rt_span_gpu gpu;
 	struct rt_span_pack pack;
+	struct rt_span_engine engine;
 	/* which source listed the request as a member of engine steps:
 	 * RT_PSRC_MARKER, RT_PSRC_PACK (marker wins), RT_PSRC_NONE */
 	uint8_t steps_source;

@@ -116,6 +116,9 @@ void rt_span_init(struct rt_span *s)
 	s->cpu.pool_ns = RT_NULL_NS;
 	s->cpu.pool_spin_ns = RT_NULL_NS;
 	s->pack.seq = -1;
+	s->engine.prompt_tokens = -1;
+	s->engine.finish_reason = -1;
+	s->engine.stream_ns = RT_NULL_NS;
 }
 
 const char *rt_pack_join_name(unsigned int join)

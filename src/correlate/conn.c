@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "vllm.h"
 
 static uint64_t conn_key(uint32_t pid, int32_t fd)
 {
@@ -510,6 +511,7 @@ static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 	if (r->id_slot < 0)
 		r->id_slot = ev->id_slot;
 	add_reported(r, ev->reported, ev->n_reported);
+	rt_vllm_on_sse(c, r, io->enter, ev->kind == RT_SSE_CONTENT);
 	switch (ev->kind) {
 	case RT_SSE_CONTENT:
 		r->span.events_out++;

@@ -12,6 +12,7 @@
 #include "common/event_check.h"
 #include "internal.h"
 #include "pack.h"
+#include "vllm.h"
 
 #define DEFAULT_IDLE_NS (300ULL * 1000000000ULL)
 #define TIMEOUT_SCAN_NS 1000000000ULL
@@ -194,6 +195,7 @@ static void release(struct rt_correlator *c, struct rt_req *r)
 	rt_hmap_del(&c->reqs, r->serial);
 	rt_gpu_release(r);
 	free(r->pack);
+	free(r->vllm);
 	free(r->gaps);
 	free(r);
 }
@@ -248,6 +250,7 @@ void rt_req_end(struct rt_correlator *c, struct rt_req *r, uint64_t end_ns, enum
 	rt_cpu_flush_for(c, r, end_ns);
 	rt_marker_close_all(r, end_ns);
 	rt_gpu_finish(c, r);
+	rt_vllm_end(c, r);
 	r->span.outcome = outcome;
 	p = rt_proc_get(c, r->pid, false);
 	if (p) {
@@ -276,6 +279,7 @@ static void on_target(struct rt_correlator *c, const struct rt_ev_target *ev)
 		/* no longer traced: what is in flight cannot be finished */
 		rt_conns_proc_exit(c, ev->hdr.pid, ev->hdr.ts_ns);
 		rt_zmq_asm__drop_pid(c->zmq, ev->hdr.pid);
+		rt_vllm_drop_pid(c, ev->hdr.pid);
 		rt_hmap_del(&c->procs, ev->hdr.pid);
 		group_changed(c, p);
 		rt_proc_drop(c, p);
@@ -365,6 +369,33 @@ static void amend_recent(struct rt_correlator *c, uint32_t pid, uint64_t from, u
 	}
 }
 
+static uint64_t zmq_desyncs(const struct rt_correlator *c)
+{
+	struct rt_zmq_asm_stats zs;
+
+	rt_zmq_asm__stats(c->zmq, &zs);
+	return zs.desyncs;
+}
+
+/* A stream of pid that lost its place: the engine requests in flight there go incomplete. */
+static void zmq_loss(struct rt_correlator *c, uint32_t pid)
+{
+	uint64_t before = zmq_desyncs(c);
+
+	rt_zmq_asm__loss(c->zmq, pid);
+	if (zmq_desyncs(c) != before)
+		rt_vllm_desync(c, pid);
+}
+
+static void zmq_record(struct rt_correlator *c, const struct rt_ev_zmq_msg *ev)
+{
+	uint64_t before = zmq_desyncs(c);
+
+	rt_zmq_asm__record(c->zmq, ev);
+	if (zmq_desyncs(c) != before)
+		rt_vllm_desync(c, ev->hdr.pid);
+}
+
 static void on_loss(struct rt_correlator *c, const struct rt_ev_loss *ev)
 {
 	size_t pos = 0;
@@ -373,7 +404,7 @@ static void on_loss(struct rt_correlator *c, const struct rt_ev_loss *ev)
 	c->st.lost_records += ev->count;
 	/* frames may be among what was lost: the process's ZeroMQ streams wait for a boundary */
 	if (!ev->lost_kind || ev->lost_kind == RT_EV_ZMQ_MSG)
-		rt_zmq_asm__loss(c->zmq, ev->hdr.pid);
+		zmq_loss(c, ev->hdr.pid);
 	while ((pos = rt_hmap_next(&c->reqs, pos, NULL, &val)) != 0) {
 		struct rt_req *r = val;
 
@@ -483,7 +514,7 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 		if (rt_event_check(ev, ev->size, NULL))
 			c->st.invalid_events++;
 		else
-			rt_zmq_asm__record(c->zmq, (const struct rt_ev_zmq_msg *)ev);
+			zmq_record(c, (const struct rt_ev_zmq_msg *)ev);
 		break;
 	case RT_EV_TARGET:
 		on_target(c, (const struct rt_ev_target *)ev);
@@ -654,8 +685,7 @@ void rt_correlator__inflight(const struct rt_correlator *c, rt_inflight_fn fn, v
 /* A whole ZeroMQ message: the engine message decoders (vLLM: proto/vllm.h) hook here. */
 static void on_zmq_msg(void *ctx, const struct rt_zmq_asm_msg *m)
 {
-	(void)ctx;
-	(void)m;
+	rt_vllm_on_msg(ctx, m);
 }
 
 struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts)
@@ -725,6 +755,7 @@ static void free_req(struct rt_correlator *c, void *p)
 	(void)c;
 	rt_gpu_release(r);
 	free(r->pack);
+	free(r->vllm);
 	free(r->gaps);
 	free(r);
 }
@@ -759,6 +790,7 @@ void rt_correlator__free(struct rt_correlator *c)
 	rt_hmap_fini(&c->groups);
 	rt_hmap_fini(&c->conns_of);
 	rt_zmq_asm__free(c->zmq);
+	rt_vllm_free(c);
 	free(c->recent);
 	free(c);
 }

@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "pack.h"
+#include "vllm.h"
 
 void rt_span_add_gap(struct rt_req *r, int64_t gap)
 {
@@ -484,6 +485,8 @@ void rt_span_finalize(struct rt_req *r)
 	probe_phases(r, &x);
 	marker_phases(r);
 	npiv = rt_pack_finish(r, piv);
+	if (!npiv)
+		npiv = rt_vllm_finish(r, piv);
 	pack_phases(r, piv, npiv);
 	timeline(r, &x, piv, npiv);
 	/* other is the remainder: never measured, so it has no phase_source */

@@ -127,6 +127,8 @@ struct rt_req {
 
 	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
 	struct rt_req_pack *pack; /* engine pack observations (pack.c), NULL: none */
+	struct rt_req_vllm *vllm; /* vLLM engine requests joined (vllm.c), NULL: none */
+	uint64_t vllm_tried; /* vllm.c: what a join was last tried with (0: never) */
 	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
 	int32_t id_slot; /* the response's "id_slot" (llama-server's sequence), -1: none seen */
 
@@ -290,6 +292,7 @@ struct rt_correlator {
 
 	struct rt_gpu_state gpu; /* gpu.c */
 	struct rt_pack_state *pack; /* pack.c, NULL until a pack record came */
+	struct rt_vllm_state *vllm; /* vllm.c, NULL until a vLLM message came */
 	/*
 	 * Engine set versions (gpu.c caches each process's set): a request of
 	 * a group entering or leaving the set, or a process joining or leaving
@@ -389,6 +392,9 @@ void rt_marker_close_all(struct rt_req *r, uint64_t ts);
 /* pack.c (declared in pack.h): engine pack records → phases and step members */
 struct rt_req_pack;
 struct rt_pack_state;
+/* vllm.c (declared in vllm.h): vLLM engine messages → joins and phases */
+struct rt_req_vllm;
+struct rt_vllm_state;
 
 /* gpu.c: CUDA/NCCL CPU-side records (uprobes, CUPTI DRIVER) and device
  * records (CUPTI) attributed to requests; fills span.gpu and comm wait. */

@@ -209,6 +209,83 @@ static void pack_json(struct rt_jsonw *w, const struct rt_span *s)
 	rt_jsonw_obj_close(w);
 }
 
+static int64_t ms_ns(const cJSON *o, const char *key);
+static void x_uint32(const cJSON *o, const char *key, uint32_t *out);
+
+static const char *const engine_joins[] = { [RT_ENGINE_JOIN_RESPONSE_ID] = "response_id",
+					    [RT_ENGINE_JOIN_HEADER] = "x_request_id" };
+static const char *const finish_reasons[] = { "stop", "length", "abort", "error" };
+
+/* docs/spans.md, "vLLM": the engine requests joined to the span. */
+static void engine_json(struct rt_jsonw *w, const struct rt_span_engine *g)
+{
+	rt_jsonw_key(w, "engine");
+	if (!g->present) {
+		rt_jsonw_null(w);
+		return;
+	}
+	rt_jsonw_obj_open(w);
+	rt_jsonw_key(w, "id");
+	rt_jsonw_str_val(w, g->id);
+	rt_jsonw_key(w, "join");
+	if (g->join == RT_ENGINE_JOIN_RESPONSE_ID || g->join == RT_ENGINE_JOIN_HEADER)
+		rt_jsonw_str_val(w, engine_joins[g->join]);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "requests");
+	rt_jsonw_uint(w, g->requests);
+	rt_jsonw_key(w, "outputs");
+	rt_jsonw_uint(w, g->outputs);
+	rt_jsonw_key(w, "tokens");
+	rt_jsonw_uint(w, g->tokens);
+	rt_jsonw_key(w, "prompt_tokens");
+	if (g->prompt_tokens >= 0)
+		rt_jsonw_int(w, g->prompt_tokens);
+	else
+		rt_jsonw_null(w);
+	rt_jsonw_key(w, "events_present");
+	rt_jsonw_bool(w, g->events_present);
+	rt_jsonw_key(w, "finish_reason");
+	if (g->finish_reason >= 0 && g->finish_reason <= 3)
+		rt_jsonw_str_val(w, finish_reasons[g->finish_reason]);
+	else
+		rt_jsonw_null(w);
+	key_ms_or_null(w, "stream_ms", g->stream_ns);
+	rt_jsonw_key(w, "stream_outputs");
+	rt_jsonw_uint(w, g->stream_outputs);
+	rt_jsonw_obj_close(w);
+}
+
+static void engine_parse(const cJSON *v, struct rt_span_engine *g)
+{
+	const cJSON *x;
+	uint32_t u;
+
+	if (!cJSON_IsObject(v))
+		return;
+	g->present = true;
+	x = cJSON_GetObjectItemCaseSensitive(v, "id");
+	if (cJSON_IsString(x))
+		snprintf(g->id, sizeof(g->id), "%s", x->valuestring);
+	x = cJSON_GetObjectItemCaseSensitive(v, "join");
+	for (u = RT_ENGINE_JOIN_RESPONSE_ID; cJSON_IsString(x) && u <= RT_ENGINE_JOIN_HEADER; u++)
+		if (!strcmp(x->valuestring, engine_joins[u]))
+			g->join = (uint8_t)u;
+	x_uint32(v, "requests", &g->requests);
+	x_uint32(v, "outputs", &g->outputs);
+	x = cJSON_GetObjectItemCaseSensitive(v, "tokens");
+	g->tokens = cJSON_IsNumber(x) && x->valuedouble >= 0 ? (uint64_t)x->valuedouble : 0;
+	x = cJSON_GetObjectItemCaseSensitive(v, "prompt_tokens");
+	g->prompt_tokens = cJSON_IsNumber(x) ? (int64_t)x->valuedouble : -1;
+	g->events_present = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "events_present"));
+	x = cJSON_GetObjectItemCaseSensitive(v, "finish_reason");
+	for (u = 0; cJSON_IsString(x) && u < 4; u++)
+		if (!strcmp(x->valuestring, finish_reasons[u]))
+			g->finish_reason = (int8_t)u;
+	g->stream_ns = ms_ns(v, "stream_ms");
+	x_uint32(v, "stream_outputs", &g->stream_outputs);
+}
+
 /* Derived from server_reported and phases: written, never parsed back. */
 static void server_cmp_json(struct rt_jsonw *w, const struct rt_span *s)
 {
@@ -328,6 +405,7 @@ void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 	rt_jsonw_obj_close(w);
 	server_cmp_json(w, s);
 	pack_json(w, s);
+	engine_json(w, &s->engine);
 	rt_jsonw_key(w, "outcome");
 	rt_jsonw_str_val(w, rt_outcome_name(s->outcome));
 	rt_jsonw_key(w, "flags");
@@ -612,6 +690,7 @@ int rt_span_from_json(const char *text, struct rt_span *s)
 		s->pack.prompt_tokens =
 			cJSON_IsNumber(x) && x->valuedouble >= 0 ? (uint64_t)x->valuedouble : 0;
 	}
+	engine_parse(cJSON_GetObjectItemCaseSensitive(o, "engine"), &s->engine);
 	v = cJSON_GetObjectItemCaseSensitive(o, "outcome");
 	for (i = 0; cJSON_IsString(v) && i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
 		if (!strcmp(v->valuestring, outcomes[i]))

@@ -173,6 +173,57 @@ static void test_gpu_split(void **state)
 	assert_null(rt_gpu_split_name(RT_GPU_SPLIT__COUNT));
 }
 
+/* The engine object (docs/spans.md, "vLLM"): null, then written and read back. */
+static void test_engine(void **state)
+{
+	struct rt_jsonw w;
+	struct rt_span s, back;
+	const char *j;
+
+	(void)state;
+	sample(&s);
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"engine\":null,"));
+	assert_int_equal(rt_span_from_json(rt_jsonw_str(&w), &back), 0);
+	assert_false(back.engine.present);
+	assert_int_equal(back.engine.stream_ns, RT_NULL_NS);
+	rt_jsonw_fini(&w);
+
+	s.engine = (struct rt_span_engine){ .present = true,
+					    .join = RT_ENGINE_JOIN_RESPONSE_ID,
+					    .requests = 2,
+					    .outputs = 9,
+					    .tokens = 11,
+					    .prompt_tokens = 40,
+					    .events_present = true,
+					    .finish_reason = 1,
+					    .stream_ns = 1250000,
+					    .stream_outputs = 9 };
+	strcpy(s.engine.id, "cmpl-x-0-0a1b2c3d");
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	j = rt_jsonw_str(&w);
+	assert_non_null(strstr(j, "\"engine\":{\"id\":\"cmpl-x-0-0a1b2c3d\","
+				  "\"join\":\"response_id\",\"requests\":2,\"outputs\":9,"
+				  "\"tokens\":11,\"prompt_tokens\":40,\"events_present\":true,"
+				  "\"finish_reason\":\"length\",\"stream_ms\":1.250,"
+				  "\"stream_outputs\":9}"));
+	assert_int_equal(rt_span_from_json(j, &back), 0);
+	assert_true(back.engine.present);
+	assert_string_equal(back.engine.id, "cmpl-x-0-0a1b2c3d");
+	assert_int_equal(back.engine.join, RT_ENGINE_JOIN_RESPONSE_ID);
+	assert_int_equal(back.engine.requests, 2);
+	assert_int_equal(back.engine.outputs, 9);
+	assert_int_equal(back.engine.tokens, 11);
+	assert_int_equal(back.engine.prompt_tokens, 40);
+	assert_true(back.engine.events_present);
+	assert_int_equal(back.engine.finish_reason, 1);
+	assert_int_equal(back.engine.stream_ns, 1250000);
+	assert_int_equal(back.engine.stream_outputs, 9);
+	rt_jsonw_fini(&w);
+}
+
 /* Pack phases, the pack object, steps_source, and the server's timings beside the phases. */
 static void test_pack_and_server(void **state)
 {
@@ -423,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_gpu_split),
 		cmocka_unit_test(test_pack_and_server),
+		cmocka_unit_test(test_engine),
 		cmocka_unit_test(test_timeline),
 		cmocka_unit_test(test_writer_escapes_and_bounds),
 		cmocka_unit_test(test_store),

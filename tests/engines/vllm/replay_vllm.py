@@ -7,12 +7,19 @@ exactly one span, with its X-Request-Id, the server's response id, a 200,
 TTFT/total never longer than what the client measured (+0.5 ms; how close
 is printed: the client shares the cores), its first-token and end
 instants inside the server's own brackets of those writes; no span comes from
-the ZeroMQ hop."""
+the ZeroMQ hop. From the recording's ZeroMQ message records (docs/spans.md,
+"vLLM"): every span joined to its engine request by its ids, with
+tokenize, queue, prefill and decode from pack and the API server's stream
+cost, each within 2 ms or 3% of the server's truth, and its outputs counted
+exactly."""
 
 import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vllm_zero_code import pack_truth  # noqa: E402
 
 SRC = os.environ.get("RT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BIN = os.environ.get("RT_BINARY_DIR", os.path.join(SRC, "build"))
@@ -81,5 +88,34 @@ for q in reqs:
         bad.append(q["id"])
 check(not bad, "first_token_ns and end_ns inside the server's own brackets of those writes "
       "(off: %s)" % bad)
+# the engine's own messages: join, pack phases, stream cost against the truth
+with open(os.path.join(FIX, "vllm-zero.server-truth.jsonl")) as f:
+    truth = pack_truth([json.loads(line) for line in f if line.strip()])
+joined, off = [], []
+for q in reqs:
+    s, t = spans.get(q["id"], [None])[0], truth.get(q["engine_request_id"])
+    if s is None or t is None:
+        off.append((q["id"], "no span or truth"))
+        continue
+    eng = s.get("engine") or {}
+    joined.append(eng.get("id") == q["engine_request_id"] and
+                  eng.get("join") in ("response_id", "x_request_id")
+                  and eng.get("outputs") == t["outputs"] and eng.get("finish_reason") == "length")
+    got = {k: s["phases"].get(k + "_ms") for k in ("tokenize", "queue", "prefill", "decode")}
+    got["stream"] = eng.get("stream_ms")
+    for k, v in got.items():
+        if k != "stream" and s["phase_source"].get(k) != "pack":
+            off.append((q["id"], k, "source %s" % s["phase_source"].get(k)))
+        elif v is None or t[k] is None or abs(v - t[k]) > max(2.0, 0.03 * abs(t[k])):
+            off.append((q["id"], k, v, t[k] and round(t[k], 3)))
+    print("info: %s engine %s outputs %s; tokenize/queue/prefill/decode/stream ms %s, truth %s"
+          % (q["id"], eng.get("id"), eng.get("outputs"),
+             [got[k] for k in ("tokenize", "queue", "prefill", "decode", "stream")],
+             [round(t[k], 3) for k in ("tokenize", "queue", "prefill", "decode", "stream")]))
+check(len(joined) == len(reqs) and all(joined),
+      "every span joined to its engine request (response id, else X-Request-Id), "
+      "outputs counted exactly")
+check(not off, "pack phases and stream cost within 2 ms or 3%% of the server's truth (off: %s)"
+      % off[:6])
 print("FAILED: %d" % len(fails) if fails else "PASS")
 sys.exit(1 if fails else 0)

@@ -14,6 +14,10 @@ within 2 ms or 2% of the client (the client's own wake-up latency on two
 shared cores makes that a noisy check), the phases reqtrace gives today,
 which threads' CPU lands in the spans, how the ZeroMQ ipc connections are
 classified (comm wait, unreadable counters), and the truth's own phases.
+With the vLLM pack (docs/spans.md, "vLLM"), also asserted at moderate load:
+every span's tokenize, queue, prefill and decode from pack and its
+engine.stream_ms within 2 ms or 3% of the server's truth, engine.outputs
+equal to the truth's (printed at concurrency 16).
 
 usage: vllm_zero_code.py [--fixture DIR]
 --fixture DIR: a short run (8 requests) recorded for replay tests: writes
@@ -204,6 +208,81 @@ def baseline(one, tlog, api_pid, groups):
 
 
 
+def pack_truth(lines):
+    """The server's truth for the phases the vLLM pack gives (docs/spans.md,
+    "vLLM"), per engine request, in ms: tokenize = handed - http_recv;
+    queue = scheduled - engine_recv; prefill = the API's receipt of the
+    first output - scheduled; decode = last receipt - first receipt; stream
+    = sum over outputs of the content SSE write's start - its receipt."""
+    ev = {}
+    for d in lines:
+        ev.setdefault(d["rid"], []).append(d)
+    out = {}
+    for rid, ds in ev.items():
+        first = {}
+        for d in ds:
+            first.setdefault(d["ev"], d)
+        recv = [d["recv_ns"] for d in ds if d["ev"] == "detok"]
+        sse = [d["start"] for d in ds if d["ev"] == "sse_write"]
+        need = ("http_recv", "handed", "engine_recv", "scheduled")
+        if not recv or any(k not in first for k in need):
+            continue
+        out[rid] = {
+            "http_id": first["http_first_byte"].get("http_id") if "http_first_byte" in first
+            else None,
+            "tokenize": (first["handed"]["ns"] - first["http_recv"]["ns"]) / 1e6,
+            "queue": (first["scheduled"]["ns"] - first["engine_recv"]["ns"]) / 1e6,
+            "prefill": (recv[0] - first["scheduled"]["ns"]) / 1e6,
+            "decode": (recv[-1] - recv[0]) / 1e6,
+            "stream": (sum(s - r for s, r in zip(sse, recv)) / 1e6
+                       if len(sse) == len(recv) else None),
+            "outputs": len(recv),
+        }
+    return out
+
+
+def pack_vs_truth(one, lines, groups, strict_groups):
+    """Every span's pack phases and stream cost against the server's truth:
+    within 2 ms or 3% for the groups in strict_groups (asserted), printed
+    for the rest."""
+    truth = pack_truth(lines)
+    by_http = {t["http_id"]: t for t in truth.values()}
+    for name, ids in groups:
+        errs = {k: [] for k in ("tokenize", "queue", "prefill", "decode", "stream")}
+        off, missing = [], []
+        for i in ids:
+            s, t = one.get(i), by_http.get(i)
+            if not s or not t:
+                continue
+            ph, src, eng = s["phases"], s["phase_source"], s.get("engine") or {}
+            got = {"tokenize": ph.get("tokenize_ms"), "queue": ph.get("queue_ms"),
+                   "prefill": ph.get("prefill_ms"), "decode": ph.get("decode_ms"),
+                   "stream": eng.get("stream_ms")}
+            for k in ("tokenize", "queue", "prefill", "decode"):
+                if got[k] is None or src.get(k) != "pack":
+                    missing.append((i, k))
+            if got["stream"] is None or eng.get("outputs") != t["outputs"]:
+                missing.append((i, "stream/outputs %s vs %d" % (eng.get("outputs"),
+                                                                  t["outputs"])))
+            for k, v in got.items():
+                if v is None or t[k] is None:
+                    continue
+                errs[k].append(v - t[k])
+                if abs(v - t[k]) > max(2.0, 0.03 * abs(t[k])):
+                    off.append((i, k, round(v, 3), round(t[k], 3)))
+        for k, v in errs.items():
+            log("pack %s: %s - truth ms: %s" % (name, k, dist(v)))
+        if name in strict_groups:
+            check(not missing, "%s: every span has tokenize, queue, prefill, decode from pack, "
+                  "the stream cost and the truth's output count (missing: %s)"
+                  % (name, missing[:6]))
+            check(not off, "%s: pack phases and stream cost within 2 ms or 3%% of the server's "
+                  "truth (off: id, what, span, truth: %s)" % (name, off[:6]))
+        else:
+            log("info: %s: %d missing, %d off by more than 2 ms or 3%%: %s %s"
+                % (name, len(missing), len(off), missing[:4], off[:6]))
+
+
 def truth_phases(tlog):
     """The truth's own phases per request (ms), printed for the lead."""
     rows = []
@@ -266,7 +345,10 @@ def main():
         rec = os.path.join(os.path.abspath(a.fixture), "vllm-zero.rtrace")
         if os.path.exists(rec):
             os.unlink(rec)
-        args += ["--record", rec]
+        # unredacted: the recorder masks every ZeroMQ byte (docs/privacy.md),
+        # and replay needs the messages' ids and events; the test server's
+        # prompts and tokens are synthetic
+        args += ["--record", rec, "--capture-bodies"]
     # The clients measure what the spans are compared with: on two shared cores
     # a client thread woken while the server's processes run can lag by several
     # ms (its TTFT only: at the end the server is idle). The server keeps nice
@@ -329,6 +411,13 @@ def main():
         srv.wait(10)
         tlog = tr.merge(tr.read(tpath))
         against_truth(one, tlog, ids)
+        moderate = [("sequential", [x["id"] for x in seq] +
+                     ["vchat-%d" % i for i in range(n_chat)]),
+                    ("concurrent x3-4", [x["id"] for x in par] +
+                     ["vchatp-%d" % i for i in range(n_chatp)])]
+        pack_vs_truth(dict(one, **high_spans), tr.read(tpath),
+                      moderate + [("concurrent x16", sorted(hids))],
+                      ("sequential", "concurrent x3-4"))
         baseline(dict(one, **high_spans), tlog, srv.pid,
                  [("sequential", [x["id"] for x in seq] + ["vchat-%d" % i for i in range(n_chat)]),
                   ("concurrent x3-4", [x["id"] for x in par] +

@@ -32,6 +32,7 @@ struct rt_correlator_opts {
 	uint32_t max_conns; /* 0: 65536 */
 	uint32_t max_requests; /* in flight; 0: 8192 */
 	uint32_t max_threads; /* 0: 65536 */
+	uint32_t max_vllm_requests; /* engine requests held for the join; 0: max_requests */
 	uint32_t recent_spans; /* finished spans kept for amendment; 0: 1024 */
 };
 
@@ -72,6 +73,10 @@ struct rt_correlator_stats {
 	/* ZeroMQ messages assembled from ZMQ_MSG frames, times a stream lost
 	 * its place (a gap, a LOSS), and frames discarded for it */
 	uint64_t zmq_messages, zmq_desyncs, zmq_frames_discarded;
+	/* vLLM engine requests (docs/spans.md, "vLLM"): seen (an ADD), joined
+	 * to an HTTP request, dropped from the full table (max_vllm_requests)
+	 * or gone unjoined, and messages of an unknown shape (ignored) */
+	uint64_t vllm_requests, vllm_joined, vllm_dropped, vllm_unknown;
 };
 
 struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts);
