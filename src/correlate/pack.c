@@ -2,7 +2,7 @@
 /*
  * Engine pack records → a request's tokenize, queue, prefill and decode
  * (phase_source "pack") and the members of each engine step (docs/spans.md,
- * "Packs"; docs/packs-correlate.md has the rules and what makes them
+ * "Packs"; docs/packs.md ("Phases: the correlator's rules") has the rules and what makes them
  * ambiguous).
  *
  * The library says when it tokenizes and decodes, not for whom: tokenize

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * vLLM V1 engine-core messages (proto/vllm.h), field positions as at vLLM
- * commit 364631ab (docs/packs-vllm.md).
+ * commit 364631ab (docs/packs.md ("vLLM V1")).
  *
  * msgspec encodes the array_like structs as arrays in declaration order;
  * fields past the array's end take their defaults and elements past the

@@ -605,10 +605,10 @@ class Check:
             out.append((r["enter"], r["ts"], owners))
         return out
 
-    # ---- engine packs (docs/packs-correlate.md) ---------------------------------------------
+    # ---- engine packs (docs/packs.md ("Phases: the correlator's rules")) ---------------------------------------------
 
     def pack_join(self, owners_at, ends):
-        """docs/packs-correlate.md's rules from the pack records: tokenize calls to requests,
+        """docs/packs.md ("Phases: the correlator's rules")'s rules from the pack records: tokenize calls to requests,
         sequences to requests (hand-off order, freed by SEQ_RM), steps and their members.
         Sets self.pk (per request) and self.pk_steps, self.pk_tokens ((tid, t0): {i: tokens})."""
         n = len(self.truth)

@@ -3,7 +3,7 @@
 """Holds `reqtrace replay` to the engine-pack rules where the truth cannot be
 reached: in the scenarios whose pack joins are ambiguous by design
 (tests/fixtures/README.md, "Engine-pack mode"), every span's `pack` object
-must be what docs/packs-correlate.md's rules give from the records alone
+must be what docs/packs.md ("Phases: the correlator's rules")'s rules give from the records alone
 (check_truth.py's pack_join), even where that differs from the truth.
 
 usage: pack_rules.py PATH/TO/reqtrace F.rtrace ...   (exit 0: replay follows the rules)

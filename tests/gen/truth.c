@@ -84,7 +84,7 @@ struct phases {
 	bool pack[RT_PHASE__COUNT];
 };
 
-/* What an engine pack shows of a request (pack mode; docs/packs-correlate.md). */
+/* What an engine pack shows of a request (pack mode; docs/packs.md ("Phases: the correlator's rules")). */
 struct pk_truth {
 	bool present; /* a pack record was charged to it */
 	int tok_calls, prefill_steps, decode_steps, prompt_tokens;

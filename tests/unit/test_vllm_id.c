@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * vLLM's request-id rules (proto/vllm_id.h), one case per rule of
- * docs/packs-vllm.md's join table, and the near misses that must not join.
+ * docs/packs.md ("vLLM V1")'s join table, and the near misses that must not join.
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -2,7 +2,7 @@
 /*
  * Decoder of vLLM V1's API-server ↔ engine-core ZeroMQ messages, written
  * against vLLM commit 364631ab07d283c4f08db0544a2653c5b415a427
- * (vllm/v1/engine/__init__.py; docs/packs-vllm.md has the shapes, the id
+ * (vllm/v1/engine/__init__.py; docs/packs.md ("vLLM V1") has the shapes, the id
  * rules and what breaks this decoder).
  *
  * One call decodes one whole multipart message, given as its frames as

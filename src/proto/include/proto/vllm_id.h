@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * vLLM's request-id rules (docs/packs-vllm.md, "Joining"), as exact
+ * vLLM's request-id rules (docs/packs.md ("vLLM V1"), "Joining"), as exact
  * matchers: each says whether two ids are related by one of the rules and
  * by which index, never by similarity. They join an engine request (its
  * internal id and external_req_id, from the ADD) to the HTTP request (the
