@@ -15,6 +15,9 @@
 // end_ns the response's last write; all instants from
 // process.hrtime.bigint() (libuv's uv_hrtime: CLOCK_MONOTONIC on Linux, the
 // clock the daemon's events use).
+// steps: the server's own step log, one [start_ns, end_ns, n_tokens,
+// n_outputs, first_pos] per engine step that fed the request's sequence
+// (below, "step log"); seq_id is llama.cpp's sequence id of the request.
 //
 // usage: node server.mjs --model M.gguf --modules DIR [--port 0]
 //                        [--truth FILE] [--threads 2] [--sequences 2]
@@ -86,6 +89,39 @@ const context = await model.createContext({
 	batchSize: 256,
 	threads: {ideal: opts.threads, min: opts.threads},
 });
+
+// Step log. node-llama-cpp assembles each engine step with its native
+// context's initBatch/addToBatch and runs it with decodeBatch: one
+// llama_decode (+ llama_synchronize) as N-API async work on a libuv pool
+// thread. Wrapping the three (private API of 3.21.1, hence pinned) gives
+// the server's own view of every step: the instants are taken on the JS
+// thread just before the work is queued and when its completion is
+// delivered, so they bracket llama_decode's entry and return.
+const bySeq = new Map(); // llama.cpp sequence id -> the request on it
+const nativeCtx = context._ctx;
+let batchItems = [];
+const addToBatch = nativeCtx.addToBatch.bind(nativeCtx);
+const decodeBatch = nativeCtx.decodeBatch.bind(nativeCtx);
+// the addon's methods are read-only on its prototype: own properties shadow them
+const wrap = (name, fn) => Object.defineProperty(nativeCtx, name, {value: fn});
+wrap("addToBatch", (seqId, firstPos, tokens, logitIndexes) => {
+	batchItems.push([seqId, tokens.length, logitIndexes.length, firstPos]);
+	return addToBatch(seqId, firstPos, tokens, logitIndexes);
+});
+wrap("decodeBatch", () => {
+	const items = batchItems;
+	batchItems = [];
+	const start = now();
+	return decodeBatch().then((v) => {
+		const end = now();
+		for (const [seqId, n, outputs, firstPos] of items) {
+			const rec = bySeq.get(seqId);
+			if (rec) rec.steps.push([start, end, n, outputs, firstPos]);
+		}
+		return v;
+	});
+});
+
 const free = [];
 for (let i = 0; i < opts.sequences; i++) free.push({index: i, seq: context.getSequence()});
 const waiting = [];
@@ -132,6 +168,9 @@ async function complete(req, res, body, rec) {
 	const s = await takeSequence();
 	rec.admitted_ns = now();
 	rec.sequence = s.index;
+	rec.seq_id = s.seq._sequenceId;
+	rec.steps = [];
+	bySeq.set(rec.seq_id, rec);
 	const headers = {"X-Request-Id": rec.request_id};
 	if (stream) {
 		headers["Content-Type"] = "text/event-stream";
@@ -179,6 +218,7 @@ async function complete(req, res, body, rec) {
 			}
 		}
 	} finally {
+		bySeq.delete(rec.seq_id);
 		await giveSequence(s);
 	}
 	const usage = {prompt_tokens: tokens.length, completion_tokens: texts.length,
@@ -199,12 +239,17 @@ async function complete(req, res, body, rec) {
 	rec.end_ns = now();
 }
 
+function num(x) {
+	if (typeof x === "bigint") return Number(x);
+	return Array.isArray(x) ? x.map(num) : x;
+}
+
 function writeTruth(rec) {
 	if (truth == null) return;
 	const out = {};
 	for (const [k, v] of Object.entries(rec)) {
 		if (typeof v === "bigint") out[k] = Number(v);
-		else if (Array.isArray(v)) out[k] = v.map((x) => (typeof x === "bigint" ? Number(x) : x));
+		else if (Array.isArray(v)) out[k] = v.map(num);
 		else out[k] = v;
 	}
 	fs.writeSync(truth, JSON.stringify(out) + "\n");
