@@ -52,16 +52,18 @@ log, check = lc.log, lc.check
 MS = 1e6
 PROMPT = lz.PROMPT
 N_SEQ, N_PAR, MAX_TOKENS = 4, 6, 10
+RUNTIME_LOAD = 10  # ms between server.mjs's runtime chores in round 2
 
 
-def start_server(d, modules):
+def start_server(d, modules, runtime_load):
     gguf = os.path.join(d, "tiny.gguf")
     subprocess.run([sys.executable, os.path.join(HERE, "gguf_write.py"), gguf], check=True)
     truth_path = os.path.join(d, "truth.jsonl")
     err = open(os.path.join(d, "server.log"), "w")
     srv = subprocess.Popen(["node", os.path.join(HERE, "server.mjs"), "--model", gguf,
                             "--modules", modules, "--port", "0", "--truth", truth_path,
-                            "--threads", "2", "--sequences", "2"],
+                            "--threads", "2", "--sequences", "2",
+                            "--runtime-load", str(runtime_load)],
                            env=dict(os.environ, UV_THREADPOOL_SIZE=str(lz.UV_POOL)),
                            stdout=subprocess.PIPE, stderr=err, text=True)
     ready, _, _ = select.select([srv.stdout], [], [], 180)
@@ -84,8 +86,17 @@ def pack_of(st, name):
 def main():
     lc.require_root()
     modules = lz.install()
+    log("== round 1: the server alone")
+    run_round(modules, 0)
+    log("== round 2: the server's runtime busy for nobody (--runtime-load %d ms)" % RUNTIME_LOAD)
+    run_round(modules, RUNTIME_LOAD)
+    lc.finish()
+
+
+def run_round(modules, runtime_load):
+    """One server under one reqtraced: sequential then concurrent requests."""
     d = tb.tmpdir()
-    srv, err, port, truth_path = start_server(d, modules)
+    srv, err, port, truth_path = start_server(d, modules, runtime_load)
     conf = os.path.join(d, "reqtraced.conf")
     with open(conf, "w") as f:
         f.write("[daemon]\npack_dir = %s\n" % os.path.join(lc.SRC, "configs", "packs"))
@@ -120,8 +131,8 @@ def main():
         daemon.wait_spans(0, ids=set(client))
         time.sleep(0.5)
         spans = daemon.spans()
-        # the process is idle from the last response on: the daemon's
-        # counters and /proc are read at the same end
+        # the daemon's counters and /proc are read at the same end (the
+        # runtime load, if any, runs on: both see it)
         st1 = daemon.status()
         cpu1 = lz.proc_cpu_ms(srv.pid)
         th1 = lz.threads(srv.pid)
@@ -132,18 +143,18 @@ def main():
         by_id = {s["request_id"]: s for s in spans if s["request_id"] in client}
         check(len(by_id) == len(client), "a span for every request (%d of %d)"
               % (len(by_id), len(client)))
-        pack_checks(by_id, truth)
+        pack_checks(by_id, truth, runtime_load == 0)
         srv.terminate()
         srv.wait(10)
         daemon.stop()
-        cpu_checks(srv.pid, rec, by_id, th0, th1, sampler.seen, cpu1 - cpu0, st0, st1)
+        cpu_checks(srv.pid, rec, by_id, th0, th1, sampler.seen, cpu1 - cpu0, st0, st1,
+                   runtime_load)
     finally:
         if srv.poll() is None:
             srv.terminate()
             srv.wait(10)
         err.close()
         daemon.stop()
-    lc.finish()
 
 
 def server_steps(t):
@@ -163,7 +174,7 @@ def interval(s, phase):
     return min(iv["start_ns"] for iv in ivs), max(iv["end_ns"] for iv in ivs)
 
 
-def pack_checks(by_id, truth):
+def pack_checks(by_id, truth, strict_prefill):
     bad_src, bad_steps, bad_prefill, bad_iv, bad_tok, bad_seq = [], [], [], [], [], []
     worst = 0.0
     log("per request: span prefill vs the server's (ms), steps span/server, tokenize ms:")
@@ -209,8 +220,15 @@ def pack_checks(by_id, truth):
     check(not bad_seq, "pack.seq = the server's sequence id (wrong: %s)" % bad_seq[:4])
     check(not bad_steps, "prefill and decode steps counted exactly (span/server wrong: %s)"
           % bad_steps[:4])
-    check(not bad_prefill, "prefill within 3 ms or 5%% of the server's (worst |diff| %.3f ms; "
-          "wrong: %s)" % (worst, bad_prefill[:4]))
+    what = ("prefill within 3 ms or 5%% of the server's (worst |diff| %.3f ms; wrong: %s)"
+            % (worst, bad_prefill[:4]))
+    if strict_prefill:
+        check(not bad_prefill, what)
+    else:
+        # the server's instants are taken on its JS thread: with that thread
+        # busy they are late by its queueing (the containment check above
+        # still holds); printed only
+        log("printed: " + what)
     check(not bad_iv, "prefill interval inside the server's bracket of its prompt steps "
           "(wrong: %s)" % bad_iv[:3])
     check(not bad_tok, "tokenize interval inside the server's bracket around tokenize "
@@ -251,7 +269,7 @@ def decode_tids(rec, pid):
     return tids, llama
 
 
-def cpu_checks(pid, rec, by_id, th0, th1, seen, proc_ms, st0, st1):
+def cpu_checks(pid, rec, by_id, th0, th1, seen, proc_ms, st0, st1, runtime_load):
     dec, llama = decode_tids(rec, pid)
     cpu = {}
     for tid in set(th0) | set(th1):
@@ -265,11 +283,19 @@ def cpu_checks(pid, rec, by_id, th0, th1, seen, proc_ms, st0, st1):
     compute = {t for t in th0 if t in dec and t != pid} | born
     runtime = {t for t in th0 if t != pid and t not in llama}
     span_tid, span_total, span_runq = {}, 0.0, 0.0
+    rt_pool, rt_seq, rt_par = 0.0, 0.0, 0.0
     for s in by_id.values():
         span_total += s["cpu"]["on_cpu_ms"]
         span_runq += s["cpu"]["runq_ms"]
         for t in s["cpu"]["threads"]:
             span_tid[t["tid"]] = span_tid.get(t["tid"], 0.0) + t["on_cpu_ms"]
+            if t["tid"] in runtime:
+                if t.get("pool"):
+                    rt_pool += t["on_cpu_ms"]
+                if s["request_id"].startswith("seq-"):
+                    rt_seq += t["on_cpu_ms"]
+                else:
+                    rt_par += t["on_cpu_ms"]
     # cpu.threads lists 16 threads per span in tid order: the threads that
     # existed before the run (lower tids) are always listed; what is not
     # listed is born threads' time
@@ -294,9 +320,28 @@ def cpu_checks(pid, rec, by_id, th0, th1, seen, proc_ms, st0, st1):
           "ms)" % (truth_compute, span_compute))
     rt_cpu = sum(cpu.get(t, 0.0) for t in runtime)
     rt_span = sum(span_tid.get(t, 0.0) for t in runtime)
-    check(bool(runtime) and rt_span <= 0.01 * max(rt_cpu, 1.0),
-          "the runtime's threads that never ran llama code stay unattributed (%d threads, "
-          "%.1f ms CPU, %.3f ms on spans)" % (len(runtime), rt_cpu, rt_span))
+    # the compute-pool rule does not spread them over the engine set
+    what = ("the compute-pool rule leaves the runtime's threads alone (%d threads, %.1f ms "
+            "CPU, %.3f ms on spans as pool)" % (len(runtime), rt_cpu, rt_pool))
+    check(bool(runtime), "threads that never ran llama code found (%d)" % len(runtime))
+    if runtime_load == 0:
+        check(rt_pool == 0.0, what)
+    else:
+        # docs/spans.md's limit: a V8 worker woken by a compute thread
+        # (mmap_lock released by a ggml thread that exits, seen in a
+        # recording) is taken for a pool thread for that burst, and its
+        # wakeups of the other workers pass the link on; printed, not held
+        log("printed: " + what)
+    what = ("the runtime's threads that never ran llama code stay unattributed (%.1f ms CPU, "
+            "%.3f ms on spans: %.3f on sequential requests, %.3f on concurrent ones)"
+            % (rt_cpu, rt_span, rt_seq, rt_par))
+    if runtime_load == 0:
+        check(rt_span <= 0.01 * max(rt_cpu, 1.0), what)
+    else:
+        # V8's GC helpers are woken by the JS thread; while that thread works
+        # for one request alone (the sequential part), the hand-off rule
+        # (docs/spans.md, rule 3) gives them that request: printed, not held
+        log("printed: " + what)
     c0, c1 = st0["correlator"], st1["correlator"]
     un_all = c1["unattributed_cpu_ms"] - c0["unattributed_cpu_ms"]
     if "unattributed_on_cpu_ms" in c1:

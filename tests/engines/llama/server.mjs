@@ -24,6 +24,7 @@
 // DIR is the directory holding node_modules/node-llama-cpp (install.sh).
 // Prints "listening on 127.0.0.1:PORT" once the model is loaded.
 
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -39,6 +40,7 @@ function parseArgs(argv) {
 		else if (k === "--truth") o.truth = v;
 		else if (k === "--threads") o.threads = Number(v);
 		else if (k === "--sequences") o.sequences = Number(v);
+		else if (k === "--runtime-load") o.runtimeLoad = Number(v);
 		else throw new Error("unknown argument " + k);
 		i++;
 	}
@@ -283,6 +285,20 @@ const server = http.createServer({noDelay: true, keepAliveTimeout: 30000}, (req,
 		});
 	});
 });
+
+// --runtime-load MS: every MS ms, work for nobody: garbage for V8's
+// parallel scavenger (its platform workers) and a pbkdf2 on libuv's pool,
+// as a server's timers, metrics and caches do
+if (opts.runtimeLoad > 0) {
+	let keep = null;
+	setInterval(() => {
+		const junk = [];
+		for (let i = 0; i < 20000; i++) junk.push({i, s: "x" + i});
+		keep = junk;
+		crypto.pbkdf2("reqtrace", "salt", 2000, 32, "sha256", () => {});
+	}, opts.runtimeLoad).unref();
+	void keep;
+}
 
 server.listen(opts.port, "127.0.0.1", () => {
 	process.stdout.write("listening on 127.0.0.1:" + server.address().port + "\n");
