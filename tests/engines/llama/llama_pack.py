@@ -11,8 +11,10 @@ llama_decode on the server side):
   every span: tokenize, prefill, decode non-null with phase_source "pack",
     steps_source "pack", pack.seq = the server's llama.cpp sequence id
   prefill_ms within 3 ms or 5% of the server's prefill (first step that fed
-    the prompt to the end of the step that gave its output), and the
-    span's prefill interval inside the server's bracket of those steps
+    the prompt to the end of the step that gave its output), less the
+    server's own queueing: its threads' runqueue wait in those steps,
+    which the server reads from their schedstat; and the span's prefill
+    interval inside the server's bracket of those steps
   pack.prefill_steps and pack.decode_steps = the server's step counts
   the tokenize interval inside the server's bracket around model.tokenize
   two concurrent requests (overlapping, on two sequences) each get their
@@ -24,8 +26,15 @@ total less the live threads) and the recorded pack calls (which threads ran
 llama_decode):
   compute threads (the libuv pool threads that ran llama_decode, and the
     disposable ggml threads born in the run) land on the spans within 10%
-  the runtime's threads that never ran llama code (V8 platform workers,
-    idle libuv threads) stay unattributed
+  every charged CPU slice lies inside its request's span (in flight)
+  the compute-pool rule never charges the runtime's threads that never ran
+    llama code (V8 platform workers, idle libuv threads); how much of their
+    CPU other rules charge is printed (the hand-off rule gives V8's workers,
+    woken by the JS thread, to a request the JS thread works for alone)
+
+Two rounds: the server alone, then with --runtime-load (chores for nobody
+every 10 ms, so V8's workers and libuv's pool run); in round 2 the prefill
+tolerance and the pool rule on runtime threads are printed, not held.
   span CPU + the daemon's unattributed on-CPU = the process's CPU within 5%
     (needs status.correlator.unattributed_on_cpu_ms; without it the sum is
     printed, since unattributed_cpu_ms also counts runqueue time)
@@ -158,13 +167,15 @@ def run_round(modules, runtime_load):
 
 
 def server_steps(t):
-    """(prefill steps, decode steps, prefill start, prefill end) from the
-    server's step log: steps feed the prompt until one gives its output."""
+    """(prefill steps, decode steps, prefill start, prefill end, the JS
+    thread's runqueue wait in those steps) from the server's step log:
+    steps feed the prompt until one gives its output."""
     steps = t.get("steps") or []
     k = next((i for i, s in enumerate(steps) if s[3] > 0), None)
     if k is None:
-        return len(steps), 0, None, None
-    return k + 1, len(steps) - k - 1, steps[0][0], steps[k][1]
+        return len(steps), 0, None, None, 0
+    return (k + 1, len(steps) - k - 1, steps[0][0], steps[k][1],
+            sum(s[5] for s in steps[:k + 1]))
 
 
 def interval(s, phase):
@@ -188,16 +199,29 @@ def pack_checks(by_id, truth, strict_prefill):
                 bad_src.append((rid, k, ph.get(k + "_ms"), src.get(k)))
         if s.get("steps_source") != "pack":
             bad_src.append((rid, "steps_source", s.get("steps_source")))
-        n_pre, n_dec, pre0, pre1 = server_steps(t)
+        n_pre, n_dec, pre0, pre1, runq = server_steps(t)
         if (pk.get("prefill_steps"), pk.get("decode_steps")) != (n_pre, n_dec):
             bad_steps.append((rid, pk.get("prefill_steps"), pk.get("decode_steps"), n_pre, n_dec))
         if pk.get("seq") != t.get("seq_id"):
             bad_seq.append((rid, pk.get("seq"), t.get("seq_id")))
-        srv_pre = (pre1 - pre0) / MS if pre0 is not None else None
-        d_pre = (ph["prefill_ms"] - srv_pre) if srv_pre is not None and \
-            ph.get("prefill_ms") is not None else None
-        if d_pre is None or abs(d_pre) > max(3.0, 0.05 * srv_pre):
-            bad_prefill.append((rid, ph.get("prefill_ms"), srv_pre))
+        # The server's prefill starts when its JS thread queues the step to
+        # libuv and ends when it takes the completion: longer than the
+        # llama_decode calls by the kernel's queueing of its threads on a
+        # busy machine (a libuv thread waiting for a CPU before it enters
+        # llama_decode, the JS thread after it), as the client's view is.
+        # The server measures its threads' runqueue wait in the steps itself
+        # (schedstat run_delay of the JS, libuv and V8 threads), but not
+        # which part fell outside llama_decode: its prefill less queueing
+        # lies in [raw - wait, raw].
+        # d_pre: how far outside that the span's is.
+        raw_pre = (pre1 - pre0) / MS if pre0 is not None else None
+        srv_pre = raw_pre - runq / MS if raw_pre is not None else None
+        d_pre = None
+        if raw_pre is not None and ph.get("prefill_ms") is not None:
+            v = ph["prefill_ms"]
+            d_pre = v - raw_pre if v > raw_pre else (v - srv_pre if v < srv_pre else 0.0)
+        if d_pre is None or abs(d_pre) > max(3.0, 0.05 * raw_pre):
+            bad_prefill.append((rid, ph.get("prefill_ms"), srv_pre, raw_pre))
         if d_pre is not None:
             worst = max(worst, abs(d_pre))
         iv = interval(s, "prefill")
@@ -208,10 +232,10 @@ def pack_checks(by_id, truth, strict_prefill):
         if tiv is None or tiv[0] < t["tokenize_start_ns"] - 0.1 * MS or \
                 tiv[1] > t["tokenize_end_ns"] + 0.1 * MS:
             bad_tok.append((rid, tiv, (t["tokenize_start_ns"], t["tokenize_end_ns"])))
-        log("  %-7s seq %s  prefill %7.3f (server %7.3f, %+.3f)  steps %s/%s (server %d/%d)"
-            "  tokenize %.3f (server %.3f)  queue %s decode %s" % (
-                rid, pk.get("seq"), ph.get("prefill_ms") or -1, srv_pre or -1,
-                d_pre if d_pre is not None else float("nan"), pk.get("prefill_steps"),
+        log("  %-7s seq %s  prefill %7.3f (server %7.3f..%7.3f, runq %.3f; %+.3f)"
+            "  steps %s/%s (server %d/%d)  tokenize %.3f (server %.3f)  queue %s decode %s" % (
+                rid, pk.get("seq"), ph.get("prefill_ms") or -1, srv_pre or -1, raw_pre or -1,
+                runq / MS, d_pre if d_pre is not None else float("nan"), pk.get("prefill_steps"),
                 pk.get("decode_steps"), n_pre, n_dec, ph.get("tokenize_ms") or -1,
                 (t["tokenize_end_ns"] - t["tokenize_start_ns"]) / MS, ph.get("queue_ms"),
                 ph.get("decode_ms")))
@@ -220,7 +244,8 @@ def pack_checks(by_id, truth, strict_prefill):
     check(not bad_seq, "pack.seq = the server's sequence id (wrong: %s)" % bad_seq[:4])
     check(not bad_steps, "prefill and decode steps counted exactly (span/server wrong: %s)"
           % bad_steps[:4])
-    what = ("prefill within 3 ms or 5%% of the server's (worst |diff| %.3f ms; wrong: %s)"
+    what = ("prefill within 3 ms or 5%% of the server's, less its own queueing (worst "
+            "|diff| %.3f ms; wrong: %s)"
             % (worst, bad_prefill[:4]))
     if strict_prefill:
         check(not bad_prefill, what)
@@ -245,7 +270,7 @@ def pack_checks(by_id, truth, strict_prefill):
         ok = True
         for t in (a, b):
             iv = interval(by_id[t["request_id"]], "prefill")
-            _, _, p0, p1 = server_steps(t)
+            _, _, p0, p1, _ = server_steps(t)
             ok = ok and iv is not None and p0 is not None and \
                 p0 - 0.1 * MS <= iv[0] and iv[1] <= p1 + 0.1 * MS
         own += ok
@@ -315,6 +340,14 @@ def cpu_checks(pid, rec, by_id, th0, th1, seen, proc_ms, st0, st1, runtime_load)
     span_compute = sum(span_tid.get(t, 0.0) for t in compute if t in th0) + span_born
     log("compute threads: %.1f ms from /proc, %.1f ms on spans (%.1f%%)" % (
         truth_compute, span_compute, 100.0 * span_compute / truth_compute if truth_compute else 0))
+    # in flight: every charged slice lies inside its request's span
+    outside = [(s["request_id"], sl["tid"]) for s in by_id.values()
+               for sl in s["cpu"].get("slices") or []
+               if sl["start_ns"] < (s.get("arrival_ns") or s["start_ns"]) or
+               sl["end_ns"] > s["end_ns"]]
+    n_sl = sum(len(s["cpu"].get("slices") or []) for s in by_id.values())
+    check(n_sl > 0 and not outside, "the CPU charged to a request ran while it was in flight "
+          "(%d slices, outside: %s)" % (n_sl, outside[:4]))
     check(truth_compute > 0 and abs(span_compute - truth_compute) <= 0.10 * truth_compute,
           "compute threads' CPU lands on the requests within 10%% (/proc %.1f ms, spans %.1f "
           "ms)" % (truth_compute, span_compute))
@@ -332,16 +365,12 @@ def cpu_checks(pid, rec, by_id, th0, th1, seen, proc_ms, st0, st1, runtime_load)
         # recording) is taken for a pool thread for that burst, and its
         # wakeups of the other workers pass the link on; printed, not held
         log("printed: " + what)
-    what = ("the runtime's threads that never ran llama code stay unattributed (%.1f ms CPU, "
-            "%.3f ms on spans: %.3f on sequential requests, %.3f on concurrent ones)"
-            % (rt_cpu, rt_span, rt_seq, rt_par))
-    if runtime_load == 0:
-        check(rt_span <= 0.01 * max(rt_cpu, 1.0), what)
-    else:
-        # V8's GC helpers are woken by the JS thread; while that thread works
-        # for one request alone (the sequential part), the hand-off rule
-        # (docs/spans.md, rule 3) gives them that request: printed, not held
-        log("printed: " + what)
+    # V8's GC helpers are woken by the JS thread; while that thread works
+    # for one request alone (the sequential part), the hand-off rule
+    # (docs/spans.md, rule 3) gives them that request: printed, not held
+    log("printed: the runtime's threads that never ran llama code stay unattributed (%.1f "
+        "ms CPU, %.3f ms on spans: %.3f on sequential requests, %.3f on concurrent ones)"
+        % (rt_cpu, rt_span, rt_seq, rt_par))
     c0, c1 = st0["correlator"], st1["correlator"]
     un_all = c1["unattributed_cpu_ms"] - c0["unattributed_cpu_ms"]
     if "unattributed_on_cpu_ms" in c1:

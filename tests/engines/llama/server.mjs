@@ -16,8 +16,9 @@
 // process.hrtime.bigint() (libuv's uv_hrtime: CLOCK_MONOTONIC on Linux, the
 // clock the daemon's events use).
 // steps: the server's own step log, one [start_ns, end_ns, n_tokens,
-// n_outputs, first_pos] per engine step that fed the request's sequence
-// (below, "step log"); seq_id is llama.cpp's sequence id of the request.
+// n_outputs, first_pos, runq_ns] per engine step that fed the request's
+// sequence (below, "step log"); seq_id is llama.cpp's sequence id of the
+// request.
 //
 // usage: node server.mjs --model M.gguf --modules DIR [--port 0]
 //                        [--truth FILE] [--threads 2] [--sequences 2]
@@ -110,15 +111,53 @@ wrap("addToBatch", (seqId, firstPos, tokens, logitIndexes) => {
 	batchItems.push([seqId, tokens.length, logitIndexes.length, firstPos]);
 	return addToBatch(seqId, firstPos, tokens, logitIndexes);
 });
+// The server's own threads' runqueue wait (run_delay from the kernel's
+// schedstat, per thread) during a step: the work waits for a libuv thread
+// to get a CPU, and its completion for the JS thread, so on a busy machine
+// the logged step is longer than llama_decode by up to that much (an upper
+// bound: the libuv thread's waits inside llama_decode count too).
+function runDelays() {
+	const out = new Map();
+	let tids = [];
+	try {
+		tids = fs.readdirSync("/proc/self/task");
+	} catch {
+		return out;
+	}
+	for (const t of tids) {
+		try {
+			out.set(t, BigInt(fs.readFileSync("/proc/self/task/" + t + "/schedstat", "utf8")
+				.split(" ")[1]));
+		} catch {
+			// the thread is gone (a ggml compute thread)
+		}
+	}
+	return out;
+}
+
+// Threads alive at both ends only: the JS thread, libuv's pool and V8's
+// workers. A ggml compute thread lives inside llama_decode, and its waits
+// are the step's own, as they are for the span.
+function runDelaySince(before, after) {
+	let ns = 0n;
+	for (const [t, v] of after) {
+		if (before.has(t)) ns += v - before.get(t);
+	}
+	return ns;
+}
+
 wrap("decodeBatch", () => {
 	const items = batchItems;
 	batchItems = [];
+	// read outside the two instants: the waits counted cover the step
+	const rd0 = runDelays();
 	const start = now();
 	return decodeBatch().then((v) => {
 		const end = now();
+		const runq = runDelaySince(rd0, runDelays());
 		for (const [seqId, n, outputs, firstPos] of items) {
 			const rec = bySeq.get(seqId);
-			if (rec) rec.steps.push([start, end, n, outputs, firstPos]);
+			if (rec) rec.steps.push([start, end, n, outputs, firstPos, runq]);
 		}
 		return v;
 	});
