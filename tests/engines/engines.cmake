@@ -12,3 +12,8 @@ rt_script_test(engines_llama_zero_code LABEL root TIMEOUT 900
 set_tests_properties(engines_llama_zero_code PROPERTIES RUN_SERIAL TRUE)
 set_tests_properties(engines_llama_install engines_llama_zero_code PROPERTIES
 	SKIP_RETURN_CODE 77)
+# the llama.cpp pack on node-llama-cpp: phases and steps against the
+# server's own step log, per-thread CPU against /proc (issue 13)
+rt_script_test(engines_llama_pack LABEL root TIMEOUT 900
+	COMMAND ${RT_PYTHON3} ${rt_engines}/llama/llama_pack.py)
+set_tests_properties(engines_llama_pack PROPERTIES RUN_SERIAL TRUE SKIP_RETURN_CODE 77)

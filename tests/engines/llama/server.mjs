@@ -15,12 +15,17 @@
 // end_ns the response's last write; all instants from
 // process.hrtime.bigint() (libuv's uv_hrtime: CLOCK_MONOTONIC on Linux, the
 // clock the daemon's events use).
+// steps: the server's own step log, one [start_ns, end_ns, n_tokens,
+// n_outputs, first_pos, runq_ns] per engine step that fed the request's
+// sequence (below, "step log"); seq_id is llama.cpp's sequence id of the
+// request.
 //
 // usage: node server.mjs --model M.gguf --modules DIR [--port 0]
 //                        [--truth FILE] [--threads 2] [--sequences 2]
 // DIR is the directory holding node_modules/node-llama-cpp (install.sh).
 // Prints "listening on 127.0.0.1:PORT" once the model is loaded.
 
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -36,6 +41,7 @@ function parseArgs(argv) {
 		else if (k === "--truth") o.truth = v;
 		else if (k === "--threads") o.threads = Number(v);
 		else if (k === "--sequences") o.sequences = Number(v);
+		else if (k === "--runtime-load") o.runtimeLoad = Number(v);
 		else throw new Error("unknown argument " + k);
 		i++;
 	}
@@ -86,6 +92,77 @@ const context = await model.createContext({
 	batchSize: 256,
 	threads: {ideal: opts.threads, min: opts.threads},
 });
+
+// Step log. node-llama-cpp assembles each engine step with its native
+// context's initBatch/addToBatch and runs it with decodeBatch: one
+// llama_decode (+ llama_synchronize) as N-API async work on a libuv pool
+// thread. Wrapping the three (private API of 3.21.1, hence pinned) gives
+// the server's own view of every step: the instants are taken on the JS
+// thread just before the work is queued and when its completion is
+// delivered, so they bracket llama_decode's entry and return.
+const bySeq = new Map(); // llama.cpp sequence id -> the request on it
+const nativeCtx = context._ctx;
+let batchItems = [];
+const addToBatch = nativeCtx.addToBatch.bind(nativeCtx);
+const decodeBatch = nativeCtx.decodeBatch.bind(nativeCtx);
+// the addon's methods are read-only on its prototype: own properties shadow them
+const wrap = (name, fn) => Object.defineProperty(nativeCtx, name, {value: fn});
+wrap("addToBatch", (seqId, firstPos, tokens, logitIndexes) => {
+	batchItems.push([seqId, tokens.length, logitIndexes.length, firstPos]);
+	return addToBatch(seqId, firstPos, tokens, logitIndexes);
+});
+// The server's own threads' runqueue wait (run_delay from the kernel's
+// schedstat, per thread) during a step: the work waits for a libuv thread
+// to get a CPU, and its completion for the JS thread, so on a busy machine
+// the logged step is longer than llama_decode by up to that much (an upper
+// bound: the libuv thread's waits inside llama_decode count too).
+function runDelays() {
+	const out = new Map();
+	let tids = [];
+	try {
+		tids = fs.readdirSync("/proc/self/task");
+	} catch {
+		return out;
+	}
+	for (const t of tids) {
+		try {
+			out.set(t, BigInt(fs.readFileSync("/proc/self/task/" + t + "/schedstat", "utf8")
+				.split(" ")[1]));
+		} catch {
+			// the thread is gone (a ggml compute thread)
+		}
+	}
+	return out;
+}
+
+// Threads alive at both ends only: the JS thread, libuv's pool and V8's
+// workers. A ggml compute thread lives inside llama_decode, and its waits
+// are the step's own, as they are for the span.
+function runDelaySince(before, after) {
+	let ns = 0n;
+	for (const [t, v] of after) {
+		if (before.has(t)) ns += v - before.get(t);
+	}
+	return ns;
+}
+
+wrap("decodeBatch", () => {
+	const items = batchItems;
+	batchItems = [];
+	// read outside the two instants: the waits counted cover the step
+	const rd0 = runDelays();
+	const start = now();
+	return decodeBatch().then((v) => {
+		const end = now();
+		const runq = runDelaySince(rd0, runDelays());
+		for (const [seqId, n, outputs, firstPos] of items) {
+			const rec = bySeq.get(seqId);
+			if (rec) rec.steps.push([start, end, n, outputs, firstPos, runq]);
+		}
+		return v;
+	});
+});
+
 const free = [];
 for (let i = 0; i < opts.sequences; i++) free.push({index: i, seq: context.getSequence()});
 const waiting = [];
@@ -132,6 +209,9 @@ async function complete(req, res, body, rec) {
 	const s = await takeSequence();
 	rec.admitted_ns = now();
 	rec.sequence = s.index;
+	rec.seq_id = s.seq._sequenceId;
+	rec.steps = [];
+	bySeq.set(rec.seq_id, rec);
 	const headers = {"X-Request-Id": rec.request_id};
 	if (stream) {
 		headers["Content-Type"] = "text/event-stream";
@@ -179,6 +259,7 @@ async function complete(req, res, body, rec) {
 			}
 		}
 	} finally {
+		bySeq.delete(rec.seq_id);
 		await giveSequence(s);
 	}
 	const usage = {prompt_tokens: tokens.length, completion_tokens: texts.length,
@@ -199,12 +280,17 @@ async function complete(req, res, body, rec) {
 	rec.end_ns = now();
 }
 
+function num(x) {
+	if (typeof x === "bigint") return Number(x);
+	return Array.isArray(x) ? x.map(num) : x;
+}
+
 function writeTruth(rec) {
 	if (truth == null) return;
 	const out = {};
 	for (const [k, v] of Object.entries(rec)) {
 		if (typeof v === "bigint") out[k] = Number(v);
-		else if (Array.isArray(v)) out[k] = v.map((x) => (typeof x === "bigint" ? Number(x) : x));
+		else if (Array.isArray(v)) out[k] = v.map(num);
 		else out[k] = v;
 	}
 	fs.writeSync(truth, JSON.stringify(out) + "\n");
@@ -238,6 +324,20 @@ const server = http.createServer({noDelay: true, keepAliveTimeout: 30000}, (req,
 		});
 	});
 });
+
+// --runtime-load MS: every MS ms, work for nobody: garbage for V8's
+// parallel scavenger (its platform workers) and a pbkdf2 on libuv's pool,
+// as a server's timers, metrics and caches do
+if (opts.runtimeLoad > 0) {
+	let keep = null;
+	setInterval(() => {
+		const junk = [];
+		for (let i = 0; i < 20000; i++) junk.push({i, s: "x" + i});
+		keep = junk;
+		crypto.pbkdf2("reqtrace", "salt", 2000, 32, "sha256", () => {});
+	}, opts.runtimeLoad).unref();
+	void keep;
+}
 
 server.listen(opts.port, "127.0.0.1", () => {
 	process.stdout.write("listening on 127.0.0.1:" + server.address().port + "\n");
