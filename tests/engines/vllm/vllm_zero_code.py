@@ -210,7 +210,8 @@ def baseline(one, tlog, api_pid, groups):
 
 def pack_truth(lines):
     """The server's truth for the phases the vLLM pack gives (docs/spans.md,
-    "vLLM"), per engine request, in ms: tokenize = handed - http_recv;
+    "vLLM"), per engine request, in ms: tokenize = handed - http_read (the
+    loop's read of the request's last bytes, the span's "received");
     queue = scheduled - engine_recv; prefill = the API's receipt of the
     first output - scheduled; decode = last receipt - first receipt; stream
     = sum over outputs of the content SSE write's start - its receipt."""
@@ -224,13 +225,15 @@ def pack_truth(lines):
             first.setdefault(d["ev"], d)
         recv = [d["recv_ns"] for d in ds if d["ev"] == "detok"]
         sse = [d["start"] for d in ds if d["ev"] == "sse_write"]
-        need = ("http_recv", "handed", "engine_recv", "scheduled")
-        if not recv or any(k not in first for k in need):
+        # the committed recording's truth predates http_read: its handler's resume
+        read = first.get("http_read") or first.get("http_recv")
+        need = ("handed", "engine_recv", "scheduled")
+        if not recv or not read or any(k not in first for k in need):
             continue
         out[rid] = {
             "http_id": first["http_first_byte"].get("http_id") if "http_first_byte" in first
             else None,
-            "tokenize": (first["handed"]["ns"] - first["http_recv"]["ns"]) / 1e6,
+            "tokenize": (first["handed"]["ns"] - read["ns"]) / 1e6,
             "queue": (first["scheduled"]["ns"] - first["engine_recv"]["ns"]) / 1e6,
             "prefill": (recv[0] - first["scheduled"]["ns"]) / 1e6,
             "decode": (recv[-1] - recv[0]) / 1e6,

@@ -250,6 +250,18 @@ class ApiServer:
 
     # ---- HTTP ----
     async def handle_conn(self, reader, writer):
+        # the loop's read of each chunk, stamped in the same loop iteration as
+        # its recv() (the protocol's data_received): the tracer's "received" is
+        # that read's return, while the coroutine below resumes only when the
+        # loop gets to it, later under load
+        proto = writer.transport.get_protocol()
+        fed = proto.data_received
+        last_read = [0]
+
+        def stamped(data):
+            last_read[0] = time.monotonic_ns()
+            fed(data)
+        proto.data_received = stamped
         try:
             while True:
                 line = await reader.readline()
@@ -266,12 +278,13 @@ class ApiServer:
                     headers[k.strip().lower()] = v.strip()
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 t_recv = time.monotonic_ns()
+                t_read = last_read[0] or t_recv
                 keep = headers.get("connection", "keep-alive").lower() != "close"
                 if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
                     await self.respond(writer, 404, {"error": "not found"}, keep)
                 else:
                     await self.serve(writer, path, headers, json.loads(body), t_first, t_recv,
-                                     keep)
+                                     keep, t_read)
                 if not keep:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -287,7 +300,7 @@ class ApiServer:
                       ).encode() + body)
         await writer.drain()
 
-    async def serve(self, writer, path, headers, body, t_first, t_recv, keep):
+    async def serve(self, writer, path, headers, body, t_first, t_recv, keep, t_read=None):
         chat = path.endswith("chat/completions")
         base = headers.get("x-request-id") or random_uuid()
         stream = bool(body.get("stream"))
@@ -318,6 +331,7 @@ class ApiServer:
                 self.tl.ev(rid, "http_first_byte", t_first, http_id=headers.get("x-request-id"),
                            response_id=request_id, tid=tid, parent=parent)
                 self.tl.ev(rid, "http_recv", t_recv)
+                self.tl.ev(rid, "http_read", t_read or t_recv)
                 g.append(ReqState(rid, i * n + k, q))
             states += g
             groups.append(g)
