@@ -223,7 +223,7 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 	}
 	if (!live) {
 		if (kind != PIECE_OFF)
-			c->st.unattributed_cpu_ns += ns;
+			rt_cpu_unattributed(c, kind == PIECE_ON, ns);
 		return;
 	}
 	for (i = 0; i < live; i++) {
@@ -256,6 +256,17 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 		if (st && live > 1)
 			st->shared = true;
 	}
+}
+
+void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns)
+{
+	if (ns <= 0)
+		return;
+	c->st.unattributed_cpu_ns += (uint64_t)ns;
+	if (on_cpu)
+		c->st.unattributed_on_cpu_ns += (uint64_t)ns;
+	else
+		c->st.unattributed_runq_ns += (uint64_t)ns;
 }
 
 /* Charge the burst's residual to the burst's owners as they are now. */

@@ -362,6 +362,8 @@ void rt_cpu_on_exit(struct rt_correlator *c, uint32_t tid, uint64_t ts);
 void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
 /* Thread t does I/O for r at ts: rule 2. */
 void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts);
+/* ns of on-CPU (else runqueue) time that no request owns. */
+void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns);
 /* Close the current piece of t's time at ts under its present owners. */
 void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts);
 /*

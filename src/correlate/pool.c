@@ -194,7 +194,7 @@ bool rt_pool_charge(struct rt_correlator *c, struct rt_thread *t, bool on_cpu, i
 		live++;
 	}
 	if (!live || !wsum) {
-		c->st.unattributed_cpu_ns += ns;
+		rt_cpu_unattributed(c, on_cpu, ns);
 		return true;
 	}
 	spin = e && e->region_seen && !e->region_depth;

@@ -267,6 +267,15 @@ static uint64_t unattributed(void)
 	return st.unattributed_cpu_ns;
 }
 
+/* the same, on CPU alone (1) or runqueue alone (0) */
+static uint64_t unattributed_kind(int on_cpu)
+{
+	struct rt_correlator_stats st;
+
+	rt_correlator__stats(c, &st);
+	return on_cpu ? st.unattributed_on_cpu_ns : st.unattributed_runq_ns;
+}
+
 /*
  * A sleeping pool: the engine wakes the worker at the start of each step;
  * the worker runs 2 ms and sleeps. A runtime thread runs 1 ms during the
@@ -277,11 +286,13 @@ static void test_sleeping_pool(void **state)
 {
 	const struct rt_span_thread *th;
 	const struct rt_span *s;
-	uint64_t un0;
+	uint64_t un0, on0, rq0;
 
 	(void)state;
 	request_on(T0 + 1 * MS, HANDLER, 7, "a");
 	un0 = unattributed();
+	on0 = unattributed_kind(1);
+	rq0 = unattributed_kind(0);
 	sw(T0 + 2 * MS, 0, 0, ENGINE);
 	step_begin(T0 + 2 * MS, 1, "a", NULL);
 	wake(T0 + 2100 * US, ENGINE, POOL);
@@ -323,6 +334,14 @@ static void test_sleeping_pool(void **state)
 	 */
 	assert_int_equal(s->cpu.on_cpu_ns + s->cpu.runq_ns + (int64_t)(unattributed() - un0),
 			 40 * US + 3200 * US + 2100 * US + 2200 * US);
+	/* the same split by kind: the runtime's 2 x 100 us are the runqueue part */
+	assert_int_equal(unattributed_kind(0) - rq0, 200 * US);
+	assert_int_equal(unattributed_kind(1) - on0, 2 * MS + 200 * US + 10 * US);
+	assert_int_equal(unattributed_kind(1) - on0 + unattributed_kind(0) - rq0,
+			 unattributed() - un0);
+	/* on CPU alone: handler 40 us, engine 3.2 ms, pool 2 ms, runtime 2 ms */
+	assert_int_equal(s->cpu.on_cpu_ns + (int64_t)(unattributed_kind(1) - on0),
+			 40 * US + 3200 * US + 2 * MS + 2 * MS);
 }
 
 /*
