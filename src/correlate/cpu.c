@@ -599,6 +599,17 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	 */
 	r_w = t->n_io ? 0 : handoff_owner(w);
 	/*
+	 * A waker inside a step or a parallel region works for the step's
+	 * requests (rule 1), whatever burst it is in: the request that woke
+	 * the engine before a run of steps (its rule-3 owner) is not what it
+	 * hands to the pool worker it wakes for each region. Seen: a passive
+	 * OpenMP worker charged, step after step, to the request whose
+	 * enqueue had woken the engine 15 ms earlier, not to the three
+	 * requests in those steps.
+	 */
+	if (r_w && rt_pool_engine_busy(w))
+		r_w = 0;
+	/*
 	 * A thread handed R that blocked again before doing R's work (a
 	 * condition variable's wakeup, then its mutex, held by a third thread):
 	 * the lock's holder hands over nothing, and the thread still works for R.

@@ -464,6 +464,11 @@ void rt_pool_on_region(struct rt_correlator *c, const struct rt_ev_pack_call *ev
  * charged to what t's engine works for when t is a pool thread. Returns
  * false when t is not one now (the caller keeps the piece as before).
  */
+/*
+ * w is doing engine work (a step with members, a parallel region): what it
+ * wakes is linked by the pool rule, never handed w's rule-3 owner.
+ */
+bool rt_pool_engine_busy(const struct rt_thread *w);
 bool rt_pool_charge(struct rt_correlator *c, struct rt_thread *t, bool on_cpu, int64_t ns,
 		    uint64_t from, uint64_t to);
 

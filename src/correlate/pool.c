@@ -52,6 +52,11 @@ static bool busy(const struct rt_thread *e)
 	return (e->in_step && e->n_step) || e->region_depth;
 }
 
+bool rt_pool_engine_busy(const struct rt_thread *w)
+{
+	return busy(w);
+}
+
 static struct rt_thread *thread_of(struct rt_correlator *c, uint32_t tid, uint32_t pid)
 {
 	struct rt_thread *t = tid ? rt_hmap_get(&c->threads, tid) : NULL;

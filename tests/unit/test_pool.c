@@ -13,7 +13,8 @@
  * - pool time while no request is in flight stays unattributed;
  * - span CPU plus unattributed equals the threads' CPU;
  * - a step's token counts weight the pool's shares;
- * - a worker's link survives a lock (a brief burst), as rule 3's hand-off.
+ * - a worker's link survives a lock (a brief burst), as rule 3's hand-off;
+ * - an engine doing engine work hands its rule-3 owner to no worker.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -441,6 +442,48 @@ static void test_spinning_pool(void **state)
 }
 
 /*
+ * The engine is woken by a's handler (rule 3: its burst is a's), then runs
+ * two steps of a and b without sleeping, waking the sleeping worker in
+ * each. The worker works for the steps, not for the request that woke the
+ * engine: a waker doing engine work hands over nothing, and the worker's
+ * 2 ms go to a and b alike, as the pool's.
+ */
+static void test_busy_engine_hands_over_nothing(void **state)
+{
+	const struct rt_span_thread *ta, *tb;
+	int k;
+
+	(void)state;
+	request_on(T0 + 1 * MS, HANDLER, 7, "a");
+	request_on(T0 + 1 * MS + 100 * US, HANDLER2, 8, "b");
+	sw(T0 + 1200 * US, 0, 0, HANDLER);
+	wake(T0 + 1210 * US, HANDLER, ENGINE);
+	sw(T0 + 1220 * US, HANDLER, RT_TASK_BLOCKED, 0);
+	sw(T0 + 2 * MS, 0, 0, ENGINE);
+	for (k = 0; k < 2; k++) {
+		uint64_t t = T0 + (2 + 2 * (uint64_t)k) * MS;
+
+		step_begin(t, 1 + (uint64_t)k, "ab", NULL);
+		wake(t + 10 * US, ENGINE, POOL);
+		run(POOL, t + 10 * US, t + 1010 * US);
+		step_end(t + 1500 * US, 1 + (uint64_t)k);
+	}
+	sw(T0 + 6 * MS, ENGINE, RT_TASK_BLOCKED, 0);
+	respond_on(T0 + 20 * MS, HANDLER, 7);
+	respond_on(T0 + 21 * MS, HANDLER2, 8);
+	rt_correlator__finish(c);
+	ta = thread_of(span_of("a"), POOL);
+	tb = thread_of(span_of("b"), POOL);
+	assert_non_null(ta);
+	assert_non_null(tb);
+	assert_int_equal(ta->on_cpu_ns, 1 * MS);
+	assert_int_equal(tb->on_cpu_ns, 1 * MS);
+	assert_true(ta->pool);
+	assert_true(tb->pool);
+	assert_int_equal(span_of("a")->cpu.pool_ns, 1 * MS);
+}
+
+/*
  * The engine's step lists a (3 tokens) and b (1 token): the sleeping
  * worker's 4 ms go 3:1. Between steps a spinning worker of the same
  * engine goes to the engine set, equally.
@@ -552,6 +595,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disposable_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spinning_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_weight_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_engine_hands_over_nothing, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_pool_wakes_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_survives_a_lock, setup, teardown),
 	};
