@@ -33,6 +33,7 @@ usage: pool_omp.py [--mode zero-code|markers|both] [--policy passive|active|both
 """
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -89,24 +90,69 @@ def thread_charge(span, tid):
     return sum(t["on_cpu_ms"] for t in span["cpu"]["threads"] if t["tid"] == tid)
 
 
-def expected_shares(steps, truth, workers, markers):
-    """{tid: {request: ms}}: each worker's region CPU split over the engine's requests."""
-    exp = {w: {} for w in workers}
+def engine_set_at(truth, t, markers):
+    """The requests the engine works for at t outside a step (docs/spans.md): received
+    and not ended, less (with markers) those waiting in the queue (QUEUE open)."""
+    out = []
+    for r in truth:
+        if r["received_ns"] is None or t < r["received_ns"]:
+            continue
+        if r["end_ns"] is not None and t >= r["end_ns"]:
+            continue
+        if markers and r["enqueue_ns"] is not None and r["enqueue_ns"] <= t and \
+                (r["admitted_ns"] is None or t < r["admitted_ns"]):
+            continue
+        out.append(r["request_id"])
+    return out
+
+
+def spread(exp, cpu_ms, a, b, truth, markers):
+    """cpu_ms run evenly over [a, b) (all that is known of when inside it) goes to the
+    engine set of each instant: split at every instant the set changes, equally
+    within; where the set is empty it is nobody's (returned)."""
+    if cpu_ms <= 0 or b <= a:
+        return max(cpu_ms, 0.0)
+    cuts = {a, b}
+    for r in truth:
+        for k in ("received_ns", "end_ns", "enqueue_ns", "admitted_ns"):
+            if r.get(k) is not None and a < r[k] < b:
+                cuts.add(r[k])
+    cuts = sorted(cuts)
+    lost = 0.0
+    for x, y in zip(cuts, cuts[1:]):
+        part = cpu_ms * (y - x) / (b - a)
+        who = engine_set_at(truth, (x + y) // 2, markers)
+        if not who:
+            lost += part
+        for rid in who:
+            exp[rid] = exp.get(rid, 0.0) + part / len(who)
+    return lost
+
+
+def expected_shares(steps, truth, w, markers, cpu0, cpu1, t0, t1):
+    """{request: ms} of worker w's CPU over the run [t0, t1) (its whole CPU clock cpu0 at
+    t0, cpu1 at t1), by the rule of docs/spans.md: inside a step (the backend's
+    clocks of w at the step's begin and end) to the step's members with markers, to
+    the engine set without; between steps (a spinning worker's spin) to the engine
+    set. Returns (shares, nobody's ms)."""
+    exp, lost = {}, 0.0
+    prev_t, prev_cpu = t0, cpu0
     for st in steps:
+        mine = [x for x in st.get("workers", []) if x["tid"] == w]
+        if not mine:
+            continue
+        wb = mine[0]["cpu_begin_ns"] or prev_cpu  # born in the step: from its birth
+        lost += spread(exp, (wb - prev_cpu) / MS, prev_t, st["begin_ns"], truth, markers)
+        in_step = (mine[0]["cpu_end_ns"] - wb) / MS
         if markers:
             who = [m["id"] for m in st["members"]]
+            for rid in who:
+                exp[rid] = exp.get(rid, 0.0) + in_step / len(who)
         else:
-            mid = (st["begin_ns"] + st["end_ns"]) // 2
-            who = [t["request_id"] for t in truth
-                   if t["received_ns"] is not None and t["received_ns"] <= mid and
-                   (t["end_ns"] is None or mid < t["end_ns"])]
-        if not who:
-            continue
-        for th in st["threads"]:
-            if th["tid"] in exp:
-                for r in who:
-                    exp[th["tid"]][r] = exp[th["tid"]].get(r, 0.0) + th["cpu_ns"] / MS / len(who)
-    return exp
+            lost += spread(exp, in_step, st["begin_ns"], st["end_ns"], truth, markers)
+        prev_t, prev_cpu = st["end_ns"], mine[0]["cpu_end_ns"]
+    lost += spread(exp, (cpu1 - prev_cpu) / MS, prev_t, t1, truth, markers)
+    return exp, lost
 
 
 def one(mode, policy, conc, n):
@@ -135,17 +181,21 @@ def one(mode, policy, conc, n):
         stopped = True
         _, u0 = settle(daemon, [x["request_id"] for x in warm])
         p0, ticks0 = tasks(pid), proc_ticks_ms(pid)
+        t0 = time.monotonic_ns()  # CLOCK_MONOTONIC, the backend's and the truth's clock
         os.kill(pid, signal.SIGCONT)
         stopped = False
         lines, r = lc.run_load(server.port, "--concurrency", conc, "--requests", n, "--stream",
                                "--id-prefix", "p-")
         os.kill(pid, signal.SIGSTOP)
+        t1 = time.monotonic_ns()
         stopped = True
         check(r.returncode == 0, "%s load ok: %s" % (label, r.stderr.strip()[-300:]))
         ids = [x["request_id"] for x in lines]
         got, u1 = settle(daemon, ids)
         p1, ticks1 = tasks(pid), proc_ticks_ms(pid)
         spans = {s["request_id"]: s for s in got if s["request_id"] in set(ids)}
+        with open(os.path.join(d, "spans.json"), "w") as f:
+            json.dump(spans, f)  # kept with the truth when a check fails
         check(len(spans) == n, "%s a span for each of the %d requests (got %d)"
               % (label, n, len(spans)))
         steps_all = lc.read_jsonl(steps_path)
@@ -170,45 +220,62 @@ def one(mode, policy, conc, n):
             log("  %7d %-16s on CPU %9.2f runq %9.2f   on spans: on CPU %9.2f runq %9.2f"
                 % (t, delta[t][0], delta[t][1], delta[t][2], on_spans, runq))
 
-        # (a) unattributed_cpu_ms counts a nobody's thread's runqueue wait with its
-        # on-CPU time (src/correlate/cpu.c), so the identity that holds is on CPU +
-        # runqueue on both sides; on-CPU alone needs the daemon to report
-        # unattributed on-CPU apart (unattributed_on_cpu_ms, when it exists)
+        # (a) the issue's identity, on CPU: span on_cpu_ms + unattributed_on_cpu_ms =
+        # the process's on-CPU time. Both sides count the kernel's sum_exec_runtime
+        # (the probes' switch records, /proc schedstat) over the same stopped-to-
+        # stopped window, so only what no side sees differs: shares rounded down
+        # (ns per piece), a piece the daemon cut at a SIGSTOP instant a little off
+        # /proc's read, not_run moving on-CPU to runqueue (steal). 5% is the issue's
+        # bound; the run prints the real difference (well under 1% when it passes).
+        # The same with runqueue on both sides (unattributed_cpu_ms holds both).
         span_ms = sum(s["cpu"]["on_cpu_ms"] for s in spans.values())
         runq_ms = sum(s["cpu"]["runq_ms"] for s in spans.values())
         un_ms = u1["unattributed_cpu_ms"] - u0["unattributed_cpu_ms"]
-        total = span_ms + runq_ms + un_ms
-        want = proc_ms + proc_runq_ms
+        check("unattributed_on_cpu_ms" in u1 and "unattributed_runq_ms" in u1,
+              "%s status reports unattributed on CPU and runqueue apart" % label)
+        un_on = u1.get("unattributed_on_cpu_ms", 0) - u0.get("unattributed_on_cpu_ms", 0)
+        un_rq = u1.get("unattributed_runq_ms", 0) - u0.get("unattributed_runq_ms", 0)
         log("%s process: on CPU %.2f ms (/proc stat ticks: %.0f ms), runqueue %.2f ms; spans: "
-            "on CPU %.2f ms, runqueue %.2f ms; unattributed %.2f ms"
-            % (label, proc_ms, ticks1 - ticks0, proc_runq_ms, span_ms, runq_ms, un_ms))
-        log("%s on CPU alone: spans %.2f + unattributed %.2f = %.2f ms vs process %.2f ms "
-            "(%+.1f%%)" % (label, span_ms, un_ms, span_ms + un_ms, proc_ms,
-                           100.0 * (span_ms + un_ms - proc_ms) / proc_ms))
+            "on CPU %.2f ms, runqueue %.2f ms; unattributed %.2f ms (on CPU %.2f, runq %.2f)"
+            % (label, proc_ms, ticks1 - ticks0, proc_runq_ms, span_ms, runq_ms, un_ms, un_on,
+               un_rq))
+        check(abs(span_ms + un_on - proc_ms) <= 0.05 * proc_ms,
+              "%s (a) span on CPU %.2f + unattributed on CPU %.2f = %.2f ms is the process's "
+              "CPU %.2f ms within 5%% (%+.2f%%)"
+              % (label, span_ms, un_on, span_ms + un_on, proc_ms,
+                 100.0 * (span_ms + un_on - proc_ms) / proc_ms))
+        total, want = span_ms + runq_ms + un_ms, proc_ms + proc_runq_ms
         check(abs(total - want) <= 0.05 * want,
               "%s (a) span on CPU + runq + unattributed %.2f ms is the process's on CPU + "
-              "runq %.2f ms within 5%% (%+.1f%%)" % (label, total, want,
-                                                    100.0 * (total - want) / want))
-        if "unattributed_on_cpu_ms" in u1:
-            un_on = u1["unattributed_on_cpu_ms"] - u0["unattributed_on_cpu_ms"]
-            check(abs(span_ms + un_on - proc_ms) <= 0.05 * proc_ms,
-                  "%s (a) span on CPU + unattributed on CPU %.2f ms is the process's CPU "
-                  "%.2f ms within 5%%" % (label, span_ms + un_on, proc_ms))
+              "runq %.2f ms within 5%% (%+.2f%%)" % (label, total, want,
+                                                     100.0 * (total - want) / want))
 
         # (b) per worker, then per request
         engine = {s["tid"] for s in steps}
         workers = sorted({th["tid"] for s in steps for th in s["threads"]} - engine)
         check(len(workers) >= 1, "%s the pool has workers besides the engine thread: %s"
               % (label, workers))
-        exp = expected_shares(steps, truth, workers, markers)
+        for e in sorted(engine):
+            # the engine thread computes in every region too (thread 0): its CPU is the
+            # steps' (rule 1: markers; zero-code: rule 4, it serves the handlers) but for
+            # its idle loop's instants, a fraction of a percent here
+            cpu = delta.get(e, ("", 0.0))[1]
+            on_spans = sum(thread_charge(s, e) for s in spans.values())
+            check(cpu > 0 and abs(on_spans - cpu) <= 0.10 * cpu,
+                  "%s (b) engine thread %d's CPU %.2f ms lands on the spans within 10%% "
+                  "(%.2f ms)" % (label, e, cpu, on_spans))
         for w in workers:
             cpu = delta.get(w, ("", 0.0))[1]
+            exp, nobody = expected_shares(steps, truth, w, markers, p0.get(w, ("", 0))[1],
+                                          p1[w][1], t0, t1)
+            want_all = sum(exp.values())
             region = sum(th["cpu_ns"] for s in steps for th in s["threads"]
                          if th["tid"] == w) / MS
             on_spans = sum(thread_charge(s, w) for s in spans.values())
-            log("%s worker %d: /proc %.2f ms, in regions %.2f ms (spin outside %.2f ms), "
-                "on spans %.2f ms (%.1f%%)" % (label, w, cpu, region, cpu - region, on_spans,
-                                              100.0 * on_spans / cpu if cpu else 0.0))
+            log("%s worker %d: /proc %.2f ms, in regions %.2f ms (outside %.2f ms), while "
+                "nobody was in flight %.2f ms; on spans %.2f ms of %.2f expected (%+.1f%%)"
+                % (label, w, cpu, region, cpu - region, nobody, on_spans, want_all,
+                   100.0 * (on_spans - want_all) / want_all if want_all else 0.0))
             # the policy took effect (libgomp read it at load): a passive worker
             # sleeps between regions, an active one spins there
             if policy == "passive":
@@ -217,13 +284,19 @@ def one(mode, policy, conc, n):
             else:
                 check(cpu - region >= 0.10 * region, "%s worker %d spins between regions "
                       "(%.2f ms outside them >= 10%% of %.2f)" % (label, w, cpu - region, region))
-            check(cpu > 0 and abs(on_spans - cpu) <= 0.10 * cpu,
-                  "%s (b) worker %d's CPU %.2f ms lands on the spans within 10%% (%.2f ms)"
-                  % (label, w, cpu, on_spans))
-            scale = cpu / region if region else 0.0
+            # the issue's 10%: its CPU while requests were in flight (its whole CPU less
+            # what it spun with nobody in flight, which is nobody's by the rule)
+            check(want_all > 0 and abs(on_spans - want_all) <= 0.10 * want_all,
+                  "%s (b) worker %d's CPU while requests were in flight, %.2f ms, lands on "
+                  "the spans within 10%% (%.2f ms)" % (label, w, want_all, on_spans))
+            # per request: exact inside steps (the backend reads the worker's CPU clock
+            # at each step's begin and end); between steps and, zero-code, inside them
+            # the CPU of an interval is spread evenly over the instants where the
+            # engine set differs, an assumption (the worker's rate is not even under
+            # preemption): worst cases are printed
             worst, bad = 0.0, []
             for rid, s in spans.items():
-                want = exp[w].get(rid, 0.0) * scale
+                want = exp.get(rid, 0.0)
                 have = thread_charge(s, w)
                 err = abs(have - want) / want if want else (0.0 if have == 0 else 1.0)
                 worst = max(worst, err)
