@@ -92,15 +92,19 @@ def thread_charge(span, tid):
 
 def engine_set_at(truth, t, markers):
     """The requests the engine works for at t outside a step (docs/spans.md): received
-    and not ended, less (with markers) those waiting in the queue (QUEUE open)."""
+    and not ended, less (with markers) those waiting in a queue (QUEUE open: the
+    testbed's handler opens it when it submits, the tokenizer closes it when it
+    starts, the tokenizer opens it again at enqueue, the engine closes it at
+    admission)."""
     out = []
     for r in truth:
         if r["received_ns"] is None or t < r["received_ns"]:
             continue
         if r["end_ns"] is not None and t >= r["end_ns"]:
             continue
-        if markers and r["enqueue_ns"] is not None and r["enqueue_ns"] <= t and \
-                (r["admitted_ns"] is None or t < r["admitted_ns"]):
+        if markers and (t < (r["tokenize_start_ns"] or t + 1) or
+                        (r["enqueue_ns"] is not None and r["enqueue_ns"] <= t and
+                         (r["admitted_ns"] is None or t < r["admitted_ns"]))):
             continue
         out.append(r["request_id"])
     return out
@@ -114,7 +118,7 @@ def spread(exp, cpu_ms, a, b, truth, markers):
         return max(cpu_ms, 0.0)
     cuts = {a, b}
     for r in truth:
-        for k in ("received_ns", "end_ns", "enqueue_ns", "admitted_ns"):
+        for k in ("received_ns", "tokenize_start_ns", "end_ns", "enqueue_ns", "admitted_ns"):
             if r.get(k) is not None and a < r[k] < b:
                 cuts.add(r[k])
     cuts = sorted(cuts)
