@@ -109,53 +109,69 @@ def engine_set_at(truth, t, markers):
     return out
 
 
-def spread(exp, cpu_ms, a, b, truth, markers):
-    """cpu_ms run evenly over [a, b) (all that is known of when inside it) goes to the
-    engine set of each instant: split at every instant the set changes, equally
-    within; where the set is empty it is nobody's (returned)."""
+def add(d, k, v):
+    d[k] = d.get(k, 0.0) + v
+
+
+def spread(acc, cpu_ms, a, b, truth, markers):
+    """cpu_ms that worker spent somewhere in [a, b) goes to the engine set of each
+    instant (split at every instant the set changes, equally within; nobody's where
+    it is empty). When inside [a, b) it ran is not known: acc["exp"] gets the
+    estimate if it ran evenly, acc["lo"]/acc["hi"] what a request gets at least and
+    at most however it ran (all of it in the piece that gives the request least,
+    or most); the same for nobody's (key None)."""
     if cpu_ms <= 0 or b <= a:
-        return max(cpu_ms, 0.0)
+        for k in ("exp", "lo", "hi"):
+            add(acc[k], None, max(cpu_ms, 0.0))
+        return
     cuts = {a, b}
     for r in truth:
         for k in ("received_ns", "tokenize_start_ns", "end_ns", "enqueue_ns", "admitted_ns"):
             if r.get(k) is not None and a < r[k] < b:
                 cuts.add(r[k])
     cuts = sorted(cuts)
-    lost = 0.0
+    pieces = []
     for x, y in zip(cuts, cuts[1:]):
-        part = cpu_ms * (y - x) / (b - a)
         who = engine_set_at(truth, (x + y) // 2, markers)
+        pieces.append((y - x, who))
+        part = cpu_ms * (y - x) / (b - a)
         if not who:
-            lost += part
+            add(acc["exp"], None, part)
         for rid in who:
-            exp[rid] = exp.get(rid, 0.0) + part / len(who)
-    return lost
+            add(acc["exp"], rid, part / len(who))
+    everyone = {rid for _, who in pieces for rid in who} | {None}
+    for rid in everyone:
+        gets = [(1.0 / len(who) if rid in who else 0.0) if rid is not None else
+                (0.0 if who else 1.0) for _, who in pieces]
+        add(acc["lo"], rid, cpu_ms * min(gets))
+        add(acc["hi"], rid, cpu_ms * max(gets))
 
 
 def expected_shares(steps, truth, w, markers, cpu0, cpu1, t0, t1):
-    """{request: ms} of worker w's CPU over the run [t0, t1) (its whole CPU clock cpu0 at
-    t0, cpu1 at t1), by the rule of docs/spans.md: inside a step (the backend's
-    clocks of w at the step's begin and end) to the step's members with markers, to
-    the engine set without; between steps (a spinning worker's spin) to the engine
-    set. Returns (shares, nobody's ms)."""
-    exp, lost = {}, 0.0
+    """Worker w's CPU over the run [t0, t1) (its whole CPU clock cpu0 at t0, cpu1 at
+    t1) by the rule of docs/spans.md, as spread() gives it, per request (None:
+    nobody's): inside a step (the backend's clocks of w at the step's begin and
+    end) to the step's members with markers (exact), to the engine set without;
+    between steps (a spinning worker's spin) to the engine set."""
+    acc = {"exp": {}, "lo": {}, "hi": {}}
     prev_t, prev_cpu = t0, cpu0
     for st in steps:
         mine = [x for x in st.get("workers", []) if x["tid"] == w]
         if not mine:
             continue
         wb = mine[0]["cpu_begin_ns"] or prev_cpu  # born in the step: from its birth
-        lost += spread(exp, (wb - prev_cpu) / MS, prev_t, st["begin_ns"], truth, markers)
+        spread(acc, (wb - prev_cpu) / MS, prev_t, st["begin_ns"], truth, markers)
         in_step = (mine[0]["cpu_end_ns"] - wb) / MS
         if markers:
             who = [m["id"] for m in st["members"]]
             for rid in who:
-                exp[rid] = exp.get(rid, 0.0) + in_step / len(who)
+                for k in ("exp", "lo", "hi"):
+                    add(acc[k], rid, in_step / len(who))
         else:
-            lost += spread(exp, in_step, st["begin_ns"], st["end_ns"], truth, markers)
+            spread(acc, in_step, st["begin_ns"], st["end_ns"], truth, markers)
         prev_t, prev_cpu = st["end_ns"], mine[0]["cpu_end_ns"]
-    lost += spread(exp, (cpu1 - prev_cpu) / MS, prev_t, t1, truth, markers)
-    return exp, lost
+    spread(acc, (cpu1 - prev_cpu) / MS, prev_t, t1, truth, markers)
+    return acc
 
 
 def one(mode, policy, conc, n):
@@ -238,6 +254,11 @@ def one(mode, policy, conc, n):
               "%s status reports unattributed on CPU and runqueue apart" % label)
         un_on = u1.get("unattributed_on_cpu_ms", 0) - u0.get("unattributed_on_cpu_ms", 0)
         un_rq = u1.get("unattributed_runq_ms", 0) - u0.get("unattributed_runq_ms", 0)
+        log("%s daemon over the run: late records %d, lost %d, missed switch-ins %d, not run "
+            "%.2f ms" % (label, u1["late_events"] - u0["late_events"],
+                         u1["lost_records"] - u0["lost_records"],
+                         u1["missed_switch_ins"] - u0["missed_switch_ins"],
+                         u1["not_run_ms"] - u0["not_run_ms"]))
         log("%s process: on CPU %.2f ms (/proc stat ticks: %.0f ms), runqueue %.2f ms; spans: "
             "on CPU %.2f ms, runqueue %.2f ms; unattributed %.2f ms (on CPU %.2f, runq %.2f)"
             % (label, proc_ms, ticks1 - ticks0, proc_runq_ms, span_ms, runq_ms, un_ms, un_on,
@@ -269,46 +290,68 @@ def one(mode, policy, conc, n):
                   "(%.2f ms)" % (label, e, cpu, on_spans))
         for w in workers:
             cpu = delta.get(w, ("", 0.0))[1]
-            exp, nobody = expected_shares(steps, truth, w, markers, p0.get(w, ("", 0))[1],
-                                          p1[w][1], t0, t1)
-            want_all = sum(exp.values())
+            acc = expected_shares(steps, truth, w, markers, p0.get(w, ("", 0))[1],
+                                  p1[w][1], t0, t1)
+            exp, lo, hi = acc["exp"], acc["lo"], acc["hi"]
             region = sum(th["cpu_ns"] for s in steps for th in s["threads"]
                          if th["tid"] == w) / MS
             on_spans = sum(thread_charge(s, w) for s in spans.values())
-            log("%s worker %d: /proc %.2f ms, in regions %.2f ms (outside %.2f ms), while "
-                "nobody was in flight %.2f ms; on spans %.2f ms of %.2f expected (%+.1f%%)"
-                % (label, w, cpu, region, cpu - region, nobody, on_spans, want_all,
-                   100.0 * (on_spans - want_all) / want_all if want_all else 0.0))
-            # the policy took effect (libgomp read it at load): a passive worker
-            # sleeps between regions, an active one spins there
+            # in flight: its whole CPU less what it spun with nobody in flight (nobody's
+            # by the rule), as a range (spread() says why)
+            flight_lo, flight_hi = cpu - hi.get(None, 0.0), cpu - lo.get(None, 0.0)
+            log("%s worker %d: /proc %.2f ms, in regions %.2f ms (outside %.2f ms); while "
+                "requests were in flight %.2f..%.2f ms (evenly: %.2f); on spans %.2f ms"
+                % (label, w, cpu, region, cpu - region, flight_lo, flight_hi,
+                   cpu - exp.get(None, 0.0), on_spans))
+            # the policy took effect (libgomp read it at load): between steps (the
+            # worker's CPU clock at each step's end and the next one's begin) a
+            # passive worker sleeps, an active one spins whenever it gets a CPU. Seen
+            # over 28 runs: passive 0.000-0.002 of the gaps' wall time on CPU, active
+            # 0.03-0.14 (its share of 2 busy cores); 0.01 parts them with a margin
+            # of 3 each way. (Its CPU outside region bodies is no test: it counts the
+            # steps' own wake-ups, and varied from 6% to 100% of the region CPU.)
+            gap_cpu = gap_wall = 0
+            last = None
+            for st in steps:
+                mine = [x for x in st.get("workers", []) if x["tid"] == w]
+                if not mine:
+                    continue
+                if last and mine[0]["cpu_begin_ns"]:
+                    gap_cpu += mine[0]["cpu_begin_ns"] - last[1]
+                    gap_wall += st["begin_ns"] - last[0]
+                last = (st["end_ns"], mine[0]["cpu_end_ns"])
+            ratio = gap_cpu / gap_wall if gap_wall else 0.0
             if policy == "passive":
-                check(cpu - region <= 0.05 * region, "%s worker %d sleeps between regions "
-                      "(%.2f ms outside them <= 5%% of %.2f)" % (label, w, cpu - region, region))
+                check(ratio <= 0.01, "%s worker %d sleeps between steps (on CPU %.4f of the "
+                      "gaps' %.1f ms <= 0.01)" % (label, w, ratio, gap_wall / MS))
             else:
-                check(cpu - region >= 0.10 * region, "%s worker %d spins between regions "
-                      "(%.2f ms outside them >= 10%% of %.2f)" % (label, w, cpu - region, region))
-            # the issue's 10%: its CPU while requests were in flight (its whole CPU less
-            # what it spun with nobody in flight, which is nobody's by the rule)
-            check(want_all > 0 and abs(on_spans - want_all) <= 0.10 * want_all,
-                  "%s (b) worker %d's CPU while requests were in flight, %.2f ms, lands on "
-                  "the spans within 10%% (%.2f ms)" % (label, w, want_all, on_spans))
-            # per request: exact inside steps (the backend reads the worker's CPU clock
-            # at each step's begin and end); between steps and, zero-code, inside them
-            # the CPU of an interval is spread evenly over the instants where the
-            # engine set differs, an assumption (the worker's rate is not even under
-            # preemption): worst cases are printed
+                check(ratio >= 0.01, "%s worker %d spins between steps (on CPU %.4f of the "
+                      "gaps' %.1f ms >= 0.01)" % (label, w, ratio, gap_wall / MS))
+            # the issue's 10%, on the range the truth allows
+            check(flight_hi > 0 and 0.9 * flight_lo <= on_spans <= 1.1 * flight_hi,
+                  "%s (b) worker %d's CPU while requests were in flight, %.2f..%.2f ms, "
+                  "lands on the spans within 10%% (%.2f ms)"
+                  % (label, w, flight_lo, flight_hi, on_spans))
+            # per request, within 10% of the range the truth allows: exact inside marker
+            # steps (the backend reads the worker's CPU clock at each step's begin and
+            # end); between steps, where the worker spins (active) while requests
+            # arrive, queue and end, only the CPU of each gap is known, not when in
+            # the gap it ran (its rate follows the machine's load): the range spans
+            # every way it could have run. "evenly" is printed to show how close.
             worst, bad = 0.0, []
             for rid, s in spans.items():
-                want = exp.get(rid, 0.0)
                 have = thread_charge(s, w)
-                err = abs(have - want) / want if want else (0.0 if have == 0 else 1.0)
-                worst = max(worst, err)
-                if err > 0.10:
-                    bad.append("%s %.2f/%.2f" % (rid, have, want))
-            log("%s worker %d per request: worst |got - expected| %.1f%%, %d of %d beyond 10%%"
-                % (label, w, 100 * worst, len(bad), len(spans)))
+                a_, b_ = 0.9 * lo.get(rid, 0.0), 1.1 * hi.get(rid, 0.0)
+                want = exp.get(rid, 0.0)
+                worst = max(worst, abs(have - want) / want if want else 0.0)
+                if not a_ <= have <= b_:
+                    bad.append("%s %.2f not in %.2f..%.2f" % (rid, have, a_, b_))
+            log("%s worker %d per request: worst |got - evenly| %.1f%%, widest range %.2f ms,"
+                " %d of %d out of range" % (label, w, 100 * worst,
+                                            max(hi.get(r, 0) - lo.get(r, 0) for r in spans),
+                                            len(bad), len(spans)))
             check(not bad, "%s (b) worker %d's share per request within 10%% of the step log's "
-                  "(got/expected ms: %s)" % (label, w, bad[:4]))
+                  "(%s)" % (label, w, bad[:4]))
 
         # (c)
         gc = [t for t in delta if delta[t][0] == "tb-gc"]
