@@ -306,9 +306,9 @@ def one(mode, policy, conc, n):
             # the policy took effect (libgomp read it at load): between steps (the
             # worker's CPU clock at each step's end and the next one's begin) a
             # passive worker sleeps, an active one spins whenever it gets a CPU. Seen
-            # over 28 runs: passive 0.000-0.002 of the gaps' wall time on CPU, active
-            # 0.03-0.14 (its share of 2 busy cores); 0.01 parts them with a margin
-            # of 3 each way. (Its CPU outside region bodies is no test: it counts the
+            # over 31 runs: passive 0.000-0.023 of the gaps' wall time on CPU (the
+            # wake-up before the next region), active 0.28-0.82 (its share of 2 busy
+            # cores); 0.1 parts them with a margin of about 3 each way. (Its CPU outside region bodies is no test: it counts the
             # steps' own wake-ups, and varied from 6% to 100% of the region CPU.)
             gap_cpu = gap_wall = 0
             last = None
@@ -322,11 +322,11 @@ def one(mode, policy, conc, n):
                 last = (st["end_ns"], mine[0]["cpu_end_ns"])
             ratio = gap_cpu / gap_wall if gap_wall else 0.0
             if policy == "passive":
-                check(ratio <= 0.01, "%s worker %d sleeps between steps (on CPU %.4f of the "
-                      "gaps' %.1f ms <= 0.01)" % (label, w, ratio, gap_wall / MS))
+                check(ratio <= 0.1, "%s worker %d sleeps between steps (on CPU %.4f of the "
+                      "gaps' %.1f ms <= 0.1)" % (label, w, ratio, gap_wall / MS))
             else:
-                check(ratio >= 0.01, "%s worker %d spins between steps (on CPU %.4f of the "
-                      "gaps' %.1f ms >= 0.01)" % (label, w, ratio, gap_wall / MS))
+                check(ratio >= 0.1, "%s worker %d spins between steps (on CPU %.4f of the "
+                      "gaps' %.1f ms >= 0.1)" % (label, w, ratio, gap_wall / MS))
             # the issue's 10%, on the range the truth allows
             check(flight_hi > 0 and 0.9 * flight_lo <= on_spans <= 1.1 * flight_hi,
                   "%s (b) worker %d's CPU while requests were in flight, %.2f..%.2f ms, "
