@@ -68,6 +68,7 @@ void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
 	free(t->step);
 	free(t->step_tok);
 	free(t->served);
+	free(t->pool_runq);
 	free(t);
 }
 
@@ -468,6 +469,10 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 				if (t->runtime_out && ev->prev_runtime_ns >= t->runtime_out) {
 					ran = ev->prev_runtime_ns - t->runtime_out;
 					on = ran < ts - t->since ? ts - ran : t->since;
+					/* a pool's time is cut as it runs: what was cut as
+					 * runqueue after it came on is put right (pool.c) */
+					if (ran < ts && ts - ran < t->since)
+						rt_pool_runq_was_on(c, t, ts - ran, t->since);
 				}
 				if (on > t->since && on < ts)
 					rt_cpu_account(c, t, on);
@@ -476,6 +481,7 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 			not_run(c, t, ts, ev->prev_runtime_ns);
 			rt_cpu_account(c, t, ts);
 			t->runtime_out = ev->prev_runtime_ns;
+			rt_pool_runq_reset(t);
 			if (ev->prev_state == RT_TASK_RUNNING) {
 				t->run = RT_RUN_RUNNABLE; /* preempted: the burst goes on */
 			} else {
@@ -490,6 +496,7 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 			memcpy(t->comm, ev->next_comm, RT_COMM_LEN);
 			t->comm[RT_COMM_LEN - 1] = '\0';
 			rt_cpu_account(c, t, ts);
+			rt_pool_runq_reset(t);
 			if (t->run == RT_RUN_BLOCKED)
 				resume_unwoken(c, t);
 			t->run = RT_RUN_ONCPU;

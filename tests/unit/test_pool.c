@@ -14,7 +14,9 @@
  * - span CPU plus unattributed equals the threads' CPU;
  * - a step's token counts weight the pool's shares;
  * - a worker's link survives a lock (a brief burst), as rule 3's hand-off;
- * - an engine doing engine work hands its rule-3 owner to no worker.
+ * - an engine doing engine work hands its rule-3 owner to no worker;
+ * - a worker's unrecorded switch-in: what was cut as runqueue while it ran
+ *   is put right at its switch-out.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +98,25 @@ static void sw(uint64_t ts, uint32_t prev, uint32_t state, uint32_t next)
 	e.next_pid = next ? PID : 0;
 	e.next_tid = next;
 	e.prev_state = state;
+	snprintf(e.prev_comm, sizeof(e.prev_comm), "t%u", prev);
+	snprintf(e.next_comm, sizeof(e.next_comm), "t%u", next);
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+/* the same with the kernel's runtime counts of prev and next */
+static void sw_rt(uint64_t ts, uint32_t prev, uint32_t state, uint32_t next, uint64_t prev_rt,
+		  uint64_t next_rt)
+{
+	struct rt_ev_sched_switch e = { 0 };
+
+	hdr(&e.hdr, RT_EV_SCHED_SWITCH, sizeof(e), ts, prev ? PID : 0, prev);
+	e.prev_pid = prev ? PID : 0;
+	e.prev_tid = prev;
+	e.next_pid = next ? PID : 0;
+	e.next_tid = next;
+	e.prev_state = state;
+	e.prev_runtime_ns = prev_rt;
+	e.next_runtime_ns = next_rt;
 	snprintf(e.prev_comm, sizeof(e.prev_comm), "t%u", prev);
 	snprintf(e.next_comm, sizeof(e.next_comm), "t%u", next);
 	rt_correlator__event(c, &e.hdr, false);
@@ -484,6 +505,43 @@ static void test_busy_engine_hands_over_nothing(void **state)
 }
 
 /*
+ * The worker's switch-in goes unrecorded: woken by the engine in its step
+ * at 2.1 ms, it runs from 2.2 ms to 4.2 ms, but the correlator sees it
+ * runnable until its switch-out, and the step's end at 3 ms cuts it (as
+ * runqueue, to a). The switch-out's runtime count (2 ms since it last
+ * left a CPU) shows it on a CPU from 2.2 ms: what was cut as runqueue
+ * from then is a's on-CPU time after all.
+ */
+static void test_unseen_switch_in(void **state)
+{
+	const struct rt_span_thread *th;
+	const struct rt_span *s;
+
+	(void)state;
+	request_on(T0 + 1 * MS, HANDLER, 7, "a");
+	/* the worker's first stint, recorded: 5 ms of runtime so far */
+	sw_rt(T0 + 1100 * US, 0, 0, POOL, 0, 5 * MS);
+	sw_rt(T0 + 1200 * US, POOL, RT_TASK_BLOCKED, 0, 5 * MS + 100 * US, 0);
+	sw(T0 + 2 * MS, 0, 0, ENGINE);
+	step_begin(T0 + 2 * MS, 1, "a", NULL);
+	wake(T0 + 2100 * US, ENGINE, POOL);
+	/* no switch-in of POOL at 2.2 ms */
+	step_end(T0 + 3 * MS, 1);
+	sw_rt(T0 + 4200 * US, POOL, RT_TASK_BLOCKED, 0, 7 * MS + 100 * US, 0);
+	sw(T0 + 5 * MS, ENGINE, RT_TASK_BLOCKED, 0);
+	respond_on(T0 + 20 * MS, HANDLER, 7);
+	rt_correlator__finish(c);
+	s = span_of("a");
+	th = thread_of(s, POOL);
+	assert_non_null(th);
+	assert_true(th->pool);
+	/* on a CPU 2.2-4.2 ms: 2 ms; in the runqueue 2.1-2.2 ms */
+	assert_int_equal(th->on_cpu_ns, 2 * MS);
+	assert_int_equal(th->runq_ns, 100 * US);
+	assert_int_equal(s->cpu.pool_ns, 2 * MS);
+}
+
+/*
  * The engine's step lists a (3 tokens) and b (1 token): the sleeping
  * worker's 4 ms go 3:1. Between steps a spinning worker of the same
  * engine goes to the engine set, equally.
@@ -599,6 +657,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pool_wakes_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_survives_a_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unseen_switch_in, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
