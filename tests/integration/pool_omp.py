@@ -89,23 +89,33 @@ def thread_charge(span, tid):
     return sum(t["on_cpu_ms"] for t in span["cpu"]["threads"] if t["tid"] == tid)
 
 
-def engine_set_at(truth, t, markers):
+def engine_set_at(truth, t, markers, maybe=None):
     """The requests the engine works for at t outside a step (docs/spans.md): received
     and not ended, less (with markers) those waiting in a queue (QUEUE open: the
     testbed's handler opens it when it submits, the tokenizer closes it when it
     starts, the tokenizer opens it again at enqueue, the engine closes it at
-    admission)."""
+    admission). The truth's received_ns and end_ns are stamped when the handler's
+    read or last write has returned to it, which can be milliseconds after the
+    syscall (seen: 6 ms, the handler preempted by the spinning worker); the daemon
+    sees the syscall. So a request is only maybe in the set from its first read
+    to received_ns, and from its last token's write (the last write comes after
+    it) to end_ns: those go to maybe (a list) when given, else count as in."""
     out = []
     for r in truth:
-        if r["received_ns"] is None or t < r["received_ns"]:
+        if r["received_ns"] is None or t < (r.get("first_read_ns") or r["received_ns"]):
             continue
         if r["end_ns"] is not None and t >= r["end_ns"]:
             continue
-        if markers and (t < (r["tokenize_start_ns"] or t + 1) or
+        if markers and r["tokenize_start_ns"] is not None and \
+                r["received_ns"] <= t < r["tokenize_start_ns"]:
+            continue
+        if markers and (r["tokenize_start_ns"] is None or
                         (r["enqueue_ns"] is not None and r["enqueue_ns"] <= t and
                          (r["admitted_ns"] is None or t < r["admitted_ns"]))):
             continue
-        out.append(r["request_id"])
+        unsure = t < r["received_ns"] or \
+            (r.get("last_token_write_ns") is not None and t >= r["last_token_write_ns"])
+        (maybe if unsure and maybe is not None else out).append(r["request_id"])
     return out
 
 
@@ -126,25 +136,38 @@ def spread(acc, cpu_ms, a, b, truth, markers):
         return
     cuts = {a, b}
     for r in truth:
-        for k in ("received_ns", "tokenize_start_ns", "end_ns", "enqueue_ns", "admitted_ns"):
+        for k in ("first_read_ns", "received_ns", "tokenize_start_ns", "last_token_write_ns",
+                  "end_ns", "enqueue_ns", "admitted_ns"):
             if r.get(k) is not None and a < r[k] < b:
                 cuts.add(r[k])
     cuts = sorted(cuts)
     pieces = []
     for x, y in zip(cuts, cuts[1:]):
-        who = engine_set_at(truth, (x + y) // 2, markers)
-        pieces.append((y - x, who))
+        maybe = []
+        sure = engine_set_at(truth, (x + y) // 2, markers, maybe)
+        who = sure + maybe
+        pieces.append((sure, maybe))
         part = cpu_ms * (y - x) / (b - a)
         if not who:
             add(acc["exp"], None, part)
         for rid in who:
             add(acc["exp"], rid, part / len(who))
-    everyone = {rid for _, who in pieces for rid in who} | {None}
+
+    def least(rid, sure, maybe):
+        if rid is None:
+            return 0.0 if sure or maybe else 1.0
+        return 1.0 / (len(sure) + len(maybe)) if rid in sure else 0.0
+
+    def most(rid, sure, maybe):
+        if rid is None:
+            return 0.0 if sure else 1.0
+        return 1.0 / (len(sure) + 1) if rid in maybe else \
+            (1.0 / len(sure) if rid in sure else 0.0)
+
+    everyone = {rid for sure, maybe in pieces for rid in sure + maybe} | {None}
     for rid in everyone:
-        gets = [(1.0 / len(who) if rid in who else 0.0) if rid is not None else
-                (0.0 if who else 1.0) for _, who in pieces]
-        add(acc["lo"], rid, cpu_ms * min(gets))
-        add(acc["hi"], rid, cpu_ms * max(gets))
+        add(acc["lo"], rid, cpu_ms * min(least(rid, su, mb) for su, mb in pieces))
+        add(acc["hi"], rid, cpu_ms * max(most(rid, su, mb) for su, mb in pieces))
 
 
 def expected_shares(steps, truth, w, markers, cpu0, cpu1, t0, t1):
