@@ -54,6 +54,8 @@ static __always_inline __u32 task_cpu(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___cpu *)t, cpu);
 }
 
+static __always_inline void rt_irq_depth_clear(void);
+
 SEC("raw_tp/sched_switch")
 int BPF_PROG(rt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -62,6 +64,7 @@ int BPF_PROG(rt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	struct rt_ev_sched_switch *e;
 	__u64 ts, state;
 
+	rt_irq_depth_clear();
 	if (!rt_traced(prev_pid) && !rt_traced(next_pid))
 		return 0;
 	ts = bpf_ktime_get_ns();
@@ -132,6 +135,10 @@ static __always_inline bool rt_in_interrupt(void)
 		      &cur->thread_info.preempt_count);
 	return count & (RT_NMI_MASK | RT_HARDIRQ_MASK | RT_SOFTIRQ_OFFSET);
 }
+
+static __always_inline void rt_irq_depth_clear(void)
+{
+}
 #else
 /*
  * The per-CPU preempt count would say so, but this kernel's kallsyms has
@@ -176,7 +183,8 @@ struct {
 /*
  * No handler runs this long (softirqs yield after 2 ms): a depth older than
  * this lost an exit (the entry program attached before the exit program, or
- * an exit the kernel skipped) and is dropped rather than kept forever.
+ * an exit the kernel skipped) and is dropped rather than kept forever; a
+ * task switch on the CPU clears it sooner (rt_irq_depth_clear).
  */
 #define RT_IRQ_STALE_NS 20000000ull
 
@@ -199,6 +207,24 @@ static __always_inline void rt_irq_depth_add(int d)
 		/* an exit whose entry came before we attached leaves it at 0 */
 		st->depth -= 1;
 	}
+}
+
+/*
+ * No task switch happens inside an interrupt handler, a softirq or a timer
+ * callback: at every switch this CPU's depth is 0. Set so, it heals a
+ * depth left counting an entry whose exit we missed (seen: the probes are
+ * attached one by one, an entry's before its exit's; an interrupt that
+ * entered between the two left its CPU's depth at 1 for good, and every
+ * wakeup on that CPU, a handler's futex wake of the tokenizer included,
+ * was an interrupt's for the rest of the run: rule 3 lost).
+ */
+static __always_inline void rt_irq_depth_clear(void)
+{
+	__u32 key = 0;
+	struct rt_irq_state *st = bpf_map_lookup_elem(&rt_irq_depth, &key);
+
+	if (st && st->depth)
+		st->depth = 0;
 }
 
 #define RT_IRQ_PAIR(tp)                                                                            \

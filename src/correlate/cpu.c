@@ -68,6 +68,7 @@ void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
 	free(t->step);
 	free(t->step_tok);
 	free(t->served);
+	free(t->pool_runq);
 	free(t);
 }
 
@@ -223,7 +224,7 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 	}
 	if (!live) {
 		if (kind != PIECE_OFF)
-			c->st.unattributed_cpu_ns += ns;
+			rt_cpu_unattributed(c, kind == PIECE_ON, ns);
 		return;
 	}
 	for (i = 0; i < live; i++) {
@@ -256,6 +257,17 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 		if (st && live > 1)
 			st->shared = true;
 	}
+}
+
+void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns)
+{
+	if (ns <= 0)
+		return;
+	c->st.unattributed_cpu_ns += (uint64_t)ns;
+	if (on_cpu)
+		c->st.unattributed_on_cpu_ns += (uint64_t)ns;
+	else
+		c->st.unattributed_runq_ns += (uint64_t)ns;
 }
 
 /* Charge the burst's residual to the burst's owners as they are now. */
@@ -457,6 +469,10 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 				if (t->runtime_out && ev->prev_runtime_ns >= t->runtime_out) {
 					ran = ev->prev_runtime_ns - t->runtime_out;
 					on = ran < ts - t->since ? ts - ran : t->since;
+					/* a pool's time is cut as it runs: what was cut as
+					 * runqueue after it came on is put right (pool.c) */
+					if (ran < ts && ts - ran < t->since)
+						rt_pool_runq_was_on(c, t, ts - ran, t->since);
 				}
 				if (on > t->since && on < ts)
 					rt_cpu_account(c, t, on);
@@ -465,6 +481,7 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 			not_run(c, t, ts, ev->prev_runtime_ns);
 			rt_cpu_account(c, t, ts);
 			t->runtime_out = ev->prev_runtime_ns;
+			rt_pool_runq_reset(t);
 			if (ev->prev_state == RT_TASK_RUNNING) {
 				t->run = RT_RUN_RUNNABLE; /* preempted: the burst goes on */
 			} else {
@@ -479,6 +496,7 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 			memcpy(t->comm, ev->next_comm, RT_COMM_LEN);
 			t->comm[RT_COMM_LEN - 1] = '\0';
 			rt_cpu_account(c, t, ts);
+			rt_pool_runq_reset(t);
 			if (t->run == RT_RUN_BLOCKED)
 				resume_unwoken(c, t);
 			t->run = RT_RUN_ONCPU;
@@ -587,6 +605,17 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	 * woken by another handler releasing a lock is not handed its request
 	 */
 	r_w = t->n_io ? 0 : handoff_owner(w);
+	/*
+	 * A waker inside a step or a parallel region works for the step's
+	 * requests (rule 1), whatever burst it is in: the request that woke
+	 * the engine before a run of steps (its rule-3 owner) is not what it
+	 * hands to the pool worker it wakes for each region. Seen: a passive
+	 * OpenMP worker charged, step after step, to the request whose
+	 * enqueue had woken the engine 15 ms earlier, not to the three
+	 * requests in those steps.
+	 */
+	if (r_w && rt_pool_engine_busy(w))
+		r_w = 0;
 	/*
 	 * A thread handed R that blocked again before doing R's work (a
 	 * condition variable's wakeup, then its mutex, held by a third thread):

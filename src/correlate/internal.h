@@ -206,6 +206,21 @@ struct rt_thread {
 	/* parallel regions (RT_PACK_REGION) this thread is inside; seen any */
 	uint32_t region_depth;
 	bool region_seen;
+	/* runqueue pieces a pool thread was charged since its last switch
+	 * record: some were on CPU if its switch-in went unrecorded (pool.c) */
+	struct rt_pool_runq *pool_runq;
+	uint32_t n_pool_runq;
+};
+
+#define RT_POOL_RUNQ_MAX 64 /* pieces kept between two switch records */
+#define RT_POOL_RUNQ_REQS 8 /* requests a kept piece may name */
+struct rt_pool_runq {
+	uint64_t from, to;
+	uint32_t n;
+	uint8_t source; /* enum rt_work_source */
+	bool spin, spin_known;
+	uint64_t serial[RT_POOL_RUNQ_REQS];
+	int64_t share[RT_POOL_RUNQ_REQS];
 };
 
 /* The last ARRIVAL of a connection, waiting for the read it belongs to. */
@@ -366,6 +381,8 @@ void rt_cpu_on_exit(struct rt_correlator *c, uint32_t tid, uint64_t ts);
 void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
 /* Thread t does I/O for r at ts: rule 2. */
 void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts);
+/* ns of on-CPU (else runqueue) time that no request owns. */
+void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns);
 /* Close the current piece of t's time at ts under its present owners. */
 void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts);
 /*
@@ -469,6 +486,19 @@ void rt_pool_on_region(struct rt_correlator *c, const struct rt_ev_pack_call *ev
  * charged to what t's engine works for when t is a pool thread. Returns
  * false when t is not one now (the caller keeps the piece as before).
  */
+/*
+ * w is doing engine work (a step with members, a parallel region): what it
+ * wakes is linked by the pool rule, never handed w's rule-3 owner.
+ */
+bool rt_pool_engine_busy(const struct rt_thread *w);
+/*
+ * t's switch-in went unrecorded and it was on a CPU over [from, to), which
+ * pool.c charged as runqueue meanwhile: that part becomes on-CPU time of
+ * the requests it went to. Then (at every switch record of t) the pieces
+ * kept for this are dropped.
+ */
+void rt_pool_runq_was_on(struct rt_correlator *c, struct rt_thread *t, uint64_t from, uint64_t to);
+void rt_pool_runq_reset(struct rt_thread *t);
 bool rt_pool_charge(struct rt_correlator *c, struct rt_thread *t, bool on_cpu, int64_t ns,
 		    uint64_t from, uint64_t to);
 

@@ -32,6 +32,8 @@
  * pool thread's time outside its engine's regions is spin: charged the
  * same, and reported apart (cpu.pool_spin_ms).
  */
+#include <stdlib.h>
+
 #include "internal.h"
 
 static void list_add(struct rt_correlator *c, struct rt_thread *t)
@@ -50,6 +52,11 @@ static bool pool_now(const struct rt_thread *t)
 static bool busy(const struct rt_thread *e)
 {
 	return (e->in_step && e->n_step) || e->region_depth;
+}
+
+bool rt_pool_engine_busy(const struct rt_thread *w)
+{
+	return busy(w);
 }
 
 static struct rt_thread *thread_of(struct rt_correlator *c, uint32_t tid, uint32_t pid)
@@ -169,6 +176,87 @@ void rt_pool_on_region(struct rt_correlator *c, const struct rt_ev_pack_call *ev
 		t->region_depth--;
 }
 
+/*
+ * A runqueue piece, kept until t's next switch record: a switch-out with
+ * no switch-in before it shows that t was on a CPU for part of what was
+ * charged as runqueue (seen: a spinning OpenMP worker's switch-ins
+ * unrecorded now and then, 36 ms of its work charged as waiting to the
+ * requests of that time). A piece of more requests than can be kept, or
+ * past the last kept, is not put right.
+ */
+static void keep_runq(struct rt_thread *t, const struct rt_gpu_who *who, uint32_t live,
+		      uint64_t wsum, int64_t ns, uint64_t from, uint64_t to, bool spin_known,
+		      bool spin)
+{
+	struct rt_pool_runq *q;
+	uint32_t i;
+
+	if (live > RT_POOL_RUNQ_REQS || t->n_pool_runq >= RT_POOL_RUNQ_MAX)
+		return;
+	if (!t->pool_runq && !(t->pool_runq = calloc(RT_POOL_RUNQ_MAX, sizeof(*t->pool_runq))))
+		return;
+	q = &t->pool_runq[t->n_pool_runq++];
+	q->from = from;
+	q->to = to;
+	q->n = live;
+	q->source = (uint8_t)who->source;
+	q->spin_known = spin_known;
+	q->spin = spin;
+	for (i = 0; i < live; i++) {
+		q->serial[i] = who->req[i]->serial;
+		q->share[i] = (int64_t)((unsigned __int128)ns * who->w[i] / wsum);
+	}
+}
+
+void rt_pool_runq_reset(struct rt_thread *t)
+{
+	t->n_pool_runq = 0;
+}
+
+void rt_pool_runq_was_on(struct rt_correlator *c, struct rt_thread *t, uint64_t from, uint64_t to)
+{
+	uint32_t k, i;
+
+	for (k = 0; k < t->n_pool_runq; k++) {
+		const struct rt_pool_runq *q = &t->pool_runq[k];
+		uint64_t a = q->from > from ? q->from : from, b = q->to < to ? q->to : to;
+
+		if (b <= a || q->to <= q->from)
+			continue;
+		for (i = 0; i < q->n; i++) {
+			struct rt_req *r = rt_req_get(c, q->serial[i]);
+			/* the overlap's part of this request's share */
+			int64_t x = (int64_t)((unsigned __int128)q->share[i] * (b - a) /
+					      (q->to - q->from));
+			struct rt_span_cpu *cpu;
+			struct rt_span_thread *st;
+
+			if (!r || r->ended || x <= 0)
+				continue; /* emitted already: the span stands */
+			cpu = &r->span.cpu;
+			st = rt_cpu_span_thread(r, t);
+			cpu->runq_ns -= x;
+			cpu->on_cpu_ns += x;
+			if (st) {
+				st->runq_ns -= x;
+				st->on_cpu_ns += x;
+			}
+			rt_span_slice_add(cpu, t->tid, a, b, true);
+			if (cpu->pool_ns == RT_NULL_NS)
+				cpu->pool_ns = 0;
+			cpu->pool_ns += x;
+			if (q->spin_known) {
+				if (cpu->pool_spin_ns == RT_NULL_NS)
+					cpu->pool_spin_ns = 0;
+				if (q->spin)
+					cpu->pool_spin_ns += x;
+			}
+			if (q->source < RT_WORK__COUNT)
+				cpu->pool_by_ns[q->source] += x;
+		}
+	}
+}
+
 bool rt_pool_charge(struct rt_correlator *c, struct rt_thread *t, bool on_cpu, int64_t ns,
 		    uint64_t from, uint64_t to)
 {
@@ -194,10 +282,12 @@ bool rt_pool_charge(struct rt_correlator *c, struct rt_thread *t, bool on_cpu, i
 		live++;
 	}
 	if (!live || !wsum) {
-		c->st.unattributed_cpu_ns += ns;
+		rt_cpu_unattributed(c, on_cpu, ns);
 		return true;
 	}
 	spin = e && e->region_seen && !e->region_depth;
+	if (!on_cpu)
+		keep_runq(t, &who, live, wsum, ns, from, to, e && e->region_seen, spin);
 	for (i = 0; i < live; i++) {
 		struct rt_req *r = who.req[i];
 		struct rt_span_cpu *cpu = &r->span.cpu;

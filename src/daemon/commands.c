@@ -660,6 +660,10 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_jsonw_ms(&w, (int64_t)cs.not_run_ns);
 	rt_jsonw_key(&w, "unattributed_cpu_ms");
 	rt_jsonw_ms(&w, (int64_t)cs.unattributed_cpu_ns);
+	rt_jsonw_key(&w, "unattributed_on_cpu_ms");
+	rt_jsonw_ms(&w, (int64_t)cs.unattributed_on_cpu_ns);
+	rt_jsonw_key(&w, "unattributed_runq_ms");
+	rt_jsonw_ms(&w, (int64_t)cs.unattributed_runq_ns);
 	rt_jsonw_obj_close(&w);
 
 	/* arrival in the kernel (docs/spans.md, "Arrival"): is it observed, and used */

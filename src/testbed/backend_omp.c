@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -47,6 +48,14 @@ struct omp_ctx {
 	struct tb_buf line;
 	struct tb_omp_thread out[TB_OMP_THREADS_MAX];
 	int engine_tid;
+	/*
+	 * The pool's workers as the last region had them (out[1..]), and their
+	 * whole CPU clocks when the step began and ended: what a worker ran
+	 * between steps (a spinning pool's spin) is then known to the step.
+	 */
+	int n_workers;
+	int worker[TB_OMP_THREADS_MAX];
+	uint64_t worker_begin[TB_OMP_THREADS_MAX];
 
 	double gc_ms;
 	pthread_t gc;
@@ -162,6 +171,32 @@ cleanup:
 	return err;
 }
 
+/*
+ * Thread tid's (of this process) whole CPU time, in ns, or 0: the clock id
+ * the kernel derives from a tid (what pthread_getcpuclockid() makes: the
+ * tid negated, CPUCLOCK_SCHED, per thread), for threads made by libgomp
+ * whose pthread_t we never see.
+ */
+static uint64_t tid_cpu_ns(int tid)
+{
+	clockid_t id = (clockid_t)((~(unsigned)tid << 3) | 6);
+	struct timespec ts;
+
+	if (tid <= 0 || clock_gettime(id, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t worker_begin_of(const struct omp_ctx *x, int tid)
+{
+	int i;
+
+	for (i = 0; i < x->n_workers; i++)
+		if (x->worker[i] == tid)
+			return x->worker_begin[i];
+	return 0; /* born in this step: all its CPU is the step's */
+}
+
 static void write_truth(struct omp_ctx *x, const struct tb_step *st, uint64_t begin, uint64_t end,
 			int got)
 {
@@ -186,6 +221,12 @@ static void write_truth(struct omp_ctx *x, const struct tb_step *st, uint64_t be
 		tb_buf_printf(
 			b, "%s{\"n\":%d,\"tid\":%d,\"cpu_ns\":%" PRIu64 ",\"units\":%" PRIu64 "}",
 			t ? "," : "", t, x->out[t].tid, x->out[t].cpu_ns, x->out[t].units);
+	tb_buf_puts(b, "],\"workers\":[");
+	for (t = 1; t < got; t++)
+		tb_buf_printf(
+			b, "%s{\"tid\":%d,\"cpu_begin_ns\":%" PRIu64 ",\"cpu_end_ns\":%" PRIu64 "}",
+			t > 1 ? "," : "", x->out[t].tid, worker_begin_of(x, x->out[t].tid),
+			tid_cpu_ns(x->out[t].tid));
 	tb_buf_puts(b, "]}\n");
 	if (b->overflow)
 		return;
@@ -201,6 +242,9 @@ static int omp_step(void *ctx, const struct tb_step *st)
 
 	if (!x->engine_tid)
 		x->engine_tid = tb_gettid();
+	if (x->truth)
+		for (got = 0; got < x->n_workers; got++)
+			x->worker_begin[got] = tid_cpu_ns(x->worker[got]);
 	memset(x->out, 0, sizeof(x->out));
 	begin = tb_now_ns();
 	/* units of equal CPU, threads of them per token: every thread gets a share */
@@ -209,6 +253,9 @@ static int omp_step(void *ctx, const struct tb_step *st)
 	end = tb_now_ns();
 	if (x->truth)
 		write_truth(x, st, begin, end, got);
+	x->n_workers = 0;
+	for (int t = 1; t < got; t++)
+		x->worker[x->n_workers++] = x->out[t].tid;
 	return 0;
 }
 

@@ -353,6 +353,8 @@ class Check:
             if PHASES[ph] in CLAIMS and rid in self.ids:
                 claim_at.setdefault(tb, []).append((t0, self.ids[rid]))
 
+        engine_busy = self.engine_busy(ends)
+
         def owns_handoff(b, ts):
             return b["handoff"] is not None and b["until"] > ts
 
@@ -374,6 +376,8 @@ class Check:
                 own = io_owners(b["waker"], start)
                 if owns_handoff(wb, start) and ends[wb["handoff"]] > start:
                     own.add(wb["handoff"])
+                if engine_busy(b["waker"], start):
+                    own = set()  # a waker doing engine work hands over nothing
                 if len(own) == 1:
                     b["handoff"] = next(iter(own))
                 elif k and th[tid]["bursts"][k - 1]["handoff"] is not None:
@@ -547,10 +551,9 @@ class Check:
                 out.setdefault(self.ids[rid], []).append((t0, NEVER if t1 is None else t1))
         return out
 
-    def pool_bursts(self, th, ends):
-        """{(tid, burst start): engine tid} for the bursts a compute pool does: a thread
-        created by a thread in a step or a parallel region (for its life), a burst woken by
-        one (for that burst); only bursts with no owner of their own (rules 2-4)."""
+    def engine_busy(self, ends):
+        """busy(tid, ts): tid is doing engine work at ts (a step with live members, or a
+        parallel region)."""
         self.steps_of = {}
         for tid, t0, t1, mem in self.step_intervals():
             self.steps_of.setdefault(tid, []).append((t0, t1, mem))
@@ -568,7 +571,13 @@ class Check:
             return any(t0 <= ts < t1 and {i for i in mem if ends[i] > ts}
                        for t0, t1, mem in self.steps_of.get(tid, [])) or \
                 any(t0 <= ts < t1 for t0, t1 in regions.get(tid, []))
+        return busy
 
+    def pool_bursts(self, th, ends):
+        """{(tid, burst start): engine tid} for the bursts a compute pool does: a thread
+        created by a thread in a step or a parallel region (for its life), a burst woken by
+        one (for that burst); only bursts with no owner of their own (rules 2-4)."""
+        busy = self.engine_busy(ends)
         life = {}
         for r in self.recs:
             if r["kind"] == TASK_NEW and r["child_pid"] == r["pid"] and busy(r["tid"], r["ts"]):

@@ -132,6 +132,8 @@ static uint64_t on_cpu_of(const struct sim_thread *t, uint32_t k)
 	return ns;
 }
 
+static bool engine_busy(const struct cpu_ctx *x, uint64_t t);
+
 /* Rules 2-4 for one burst; the waker's bursts (rule 3) are done already. */
 static void owners_of(struct cpu_ctx *x, int th, int k)
 {
@@ -159,6 +161,9 @@ static void owners_of(struct cpu_ctx *x, int th, int k)
 		h = x->own[b->waker][wb].handoff;
 		if (h >= 0 && x->end[h] > b->start && handoff_owns(&x->own[b->waker][wb], b->start))
 			m |= 1u << h;
+		/* an engine doing engine work (a step, a region) hands over nothing */
+		if (b->waker == x->w->th_eng && engine_busy(x, b->start))
+			m = 0;
 		if (one(m)) {
 			bo->handoff = __builtin_ctz(m);
 		} else if (k > 0 && (h = x->own[th][k - 1].handoff) >= 0 && x->end[h] > b->start &&
@@ -696,9 +701,10 @@ int gen_cpu_truth(struct gen_world *w, struct gen_cpu_truth *ct)
 			x->first_io[io->thread][io->req] = io->ts;
 	}
 	err = marker_intervals(x);
+	/* regions first: rule 3 asks whether the engine is busy */
+	pool_marks(x);
 	if (!err)
 		err = burst_owners(x);
-	pool_marks(x);
 	if (!err)
 		err = pool_bursts(x);
 	for (th = 0; th < s->n_threads && !err; th++)

@@ -13,7 +13,10 @@
  * - pool time while no request is in flight stays unattributed;
  * - span CPU plus unattributed equals the threads' CPU;
  * - a step's token counts weight the pool's shares;
- * - a worker's link survives a lock (a brief burst), as rule 3's hand-off.
+ * - a worker's link survives a lock (a brief burst), as rule 3's hand-off;
+ * - an engine doing engine work hands its rule-3 owner to no worker;
+ * - a worker's unrecorded switch-in: what was cut as runqueue while it ran
+ *   is put right at its switch-out.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,6 +98,25 @@ static void sw(uint64_t ts, uint32_t prev, uint32_t state, uint32_t next)
 	e.next_pid = next ? PID : 0;
 	e.next_tid = next;
 	e.prev_state = state;
+	snprintf(e.prev_comm, sizeof(e.prev_comm), "t%u", prev);
+	snprintf(e.next_comm, sizeof(e.next_comm), "t%u", next);
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+/* the same with the kernel's runtime counts of prev and next */
+static void sw_rt(uint64_t ts, uint32_t prev, uint32_t state, uint32_t next, uint64_t prev_rt,
+		  uint64_t next_rt)
+{
+	struct rt_ev_sched_switch e = { 0 };
+
+	hdr(&e.hdr, RT_EV_SCHED_SWITCH, sizeof(e), ts, prev ? PID : 0, prev);
+	e.prev_pid = prev ? PID : 0;
+	e.prev_tid = prev;
+	e.next_pid = next ? PID : 0;
+	e.next_tid = next;
+	e.prev_state = state;
+	e.prev_runtime_ns = prev_rt;
+	e.next_runtime_ns = next_rt;
 	snprintf(e.prev_comm, sizeof(e.prev_comm), "t%u", prev);
 	snprintf(e.next_comm, sizeof(e.next_comm), "t%u", next);
 	rt_correlator__event(c, &e.hdr, false);
@@ -267,6 +289,15 @@ static uint64_t unattributed(void)
 	return st.unattributed_cpu_ns;
 }
 
+/* the same, on CPU alone (1) or runqueue alone (0) */
+static uint64_t unattributed_kind(int on_cpu)
+{
+	struct rt_correlator_stats st;
+
+	rt_correlator__stats(c, &st);
+	return on_cpu ? st.unattributed_on_cpu_ns : st.unattributed_runq_ns;
+}
+
 /*
  * A sleeping pool: the engine wakes the worker at the start of each step;
  * the worker runs 2 ms and sleeps. A runtime thread runs 1 ms during the
@@ -277,11 +308,13 @@ static void test_sleeping_pool(void **state)
 {
 	const struct rt_span_thread *th;
 	const struct rt_span *s;
-	uint64_t un0;
+	uint64_t un0, on0, rq0;
 
 	(void)state;
 	request_on(T0 + 1 * MS, HANDLER, 7, "a");
 	un0 = unattributed();
+	on0 = unattributed_kind(1);
+	rq0 = unattributed_kind(0);
 	sw(T0 + 2 * MS, 0, 0, ENGINE);
 	step_begin(T0 + 2 * MS, 1, "a", NULL);
 	wake(T0 + 2100 * US, ENGINE, POOL);
@@ -323,6 +356,14 @@ static void test_sleeping_pool(void **state)
 	 */
 	assert_int_equal(s->cpu.on_cpu_ns + s->cpu.runq_ns + (int64_t)(unattributed() - un0),
 			 40 * US + 3200 * US + 2100 * US + 2200 * US);
+	/* the same split by kind: the runtime's 2 x 100 us are the runqueue part */
+	assert_int_equal(unattributed_kind(0) - rq0, 200 * US);
+	assert_int_equal(unattributed_kind(1) - on0, 2 * MS + 200 * US + 10 * US);
+	assert_int_equal(unattributed_kind(1) - on0 + unattributed_kind(0) - rq0,
+			 unattributed() - un0);
+	/* on CPU alone: handler 40 us, engine 3.2 ms, pool 2 ms, runtime 2 ms */
+	assert_int_equal(s->cpu.on_cpu_ns + (int64_t)(unattributed_kind(1) - on0),
+			 40 * US + 3200 * US + 2 * MS + 2 * MS);
 }
 
 /*
@@ -419,6 +460,85 @@ static void test_spinning_pool(void **state)
 	/* the worker's CPU, all of it: the span's share + unattributed */
 	assert_int_equal(th->on_cpu_ns + (int64_t)(unattributed() - un0) - 10 * US,
 			 15 * MS - 2100 * US);
+}
+
+/*
+ * The engine is woken by a's handler (rule 3: its burst is a's), then runs
+ * two steps of a and b without sleeping, waking the sleeping worker in
+ * each. The worker works for the steps, not for the request that woke the
+ * engine: a waker doing engine work hands over nothing, and the worker's
+ * 2 ms go to a and b alike, as the pool's.
+ */
+static void test_busy_engine_hands_over_nothing(void **state)
+{
+	const struct rt_span_thread *ta, *tb;
+	int k;
+
+	(void)state;
+	request_on(T0 + 1 * MS, HANDLER, 7, "a");
+	request_on(T0 + 1 * MS + 100 * US, HANDLER2, 8, "b");
+	sw(T0 + 1200 * US, 0, 0, HANDLER);
+	wake(T0 + 1210 * US, HANDLER, ENGINE);
+	sw(T0 + 1220 * US, HANDLER, RT_TASK_BLOCKED, 0);
+	sw(T0 + 2 * MS, 0, 0, ENGINE);
+	for (k = 0; k < 2; k++) {
+		uint64_t t = T0 + (2 + 2 * (uint64_t)k) * MS;
+
+		step_begin(t, 1 + (uint64_t)k, "ab", NULL);
+		wake(t + 10 * US, ENGINE, POOL);
+		run(POOL, t + 10 * US, t + 1010 * US);
+		step_end(t + 1500 * US, 1 + (uint64_t)k);
+	}
+	sw(T0 + 6 * MS, ENGINE, RT_TASK_BLOCKED, 0);
+	respond_on(T0 + 20 * MS, HANDLER, 7);
+	respond_on(T0 + 21 * MS, HANDLER2, 8);
+	rt_correlator__finish(c);
+	ta = thread_of(span_of("a"), POOL);
+	tb = thread_of(span_of("b"), POOL);
+	assert_non_null(ta);
+	assert_non_null(tb);
+	assert_int_equal(ta->on_cpu_ns, 1 * MS);
+	assert_int_equal(tb->on_cpu_ns, 1 * MS);
+	assert_true(ta->pool);
+	assert_true(tb->pool);
+	assert_int_equal(span_of("a")->cpu.pool_ns, 1 * MS);
+}
+
+/*
+ * The worker's switch-in goes unrecorded: woken by the engine in its step
+ * at 2.1 ms, it runs from 2.2 ms to 4.2 ms, but the correlator sees it
+ * runnable until its switch-out, and the step's end at 3 ms cuts it (as
+ * runqueue, to a). The switch-out's runtime count (2 ms since it last
+ * left a CPU) shows it on a CPU from 2.2 ms: what was cut as runqueue
+ * from then is a's on-CPU time after all.
+ */
+static void test_unseen_switch_in(void **state)
+{
+	const struct rt_span_thread *th;
+	const struct rt_span *s;
+
+	(void)state;
+	request_on(T0 + 1 * MS, HANDLER, 7, "a");
+	/* the worker's first stint, recorded: 5 ms of runtime so far */
+	sw_rt(T0 + 1100 * US, 0, 0, POOL, 0, 5 * MS);
+	sw_rt(T0 + 1200 * US, POOL, RT_TASK_BLOCKED, 0, 5 * MS + 100 * US, 0);
+	sw(T0 + 2 * MS, 0, 0, ENGINE);
+	step_begin(T0 + 2 * MS, 1, "a", NULL);
+	wake(T0 + 2100 * US, ENGINE, POOL);
+	/* no switch-in of POOL at 2.2 ms */
+	step_end(T0 + 3 * MS, 1);
+	sw_rt(T0 + 4200 * US, POOL, RT_TASK_BLOCKED, 0, 7 * MS + 100 * US, 0);
+	sw(T0 + 5 * MS, ENGINE, RT_TASK_BLOCKED, 0);
+	respond_on(T0 + 20 * MS, HANDLER, 7);
+	rt_correlator__finish(c);
+	s = span_of("a");
+	th = thread_of(s, POOL);
+	assert_non_null(th);
+	assert_true(th->pool);
+	/* on a CPU 2.2-4.2 ms: 2 ms; in the runqueue 2.1-2.2 ms */
+	assert_int_equal(th->on_cpu_ns, 2 * MS);
+	assert_int_equal(th->runq_ns, 100 * US);
+	assert_int_equal(s->cpu.pool_ns, 2 * MS);
 }
 
 /*
@@ -533,8 +653,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disposable_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spinning_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_weight_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_engine_hands_over_nothing, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_pool_wakes_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_survives_a_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unseen_switch_in, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

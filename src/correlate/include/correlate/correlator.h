@@ -57,7 +57,11 @@ struct rt_correlator_stats {
 	uint64_t orphan_markers; /* markers naming no known request */
 	uint64_t lost_records; /* from LOSS records */
 	uint64_t invalid_events; /* too short for their kind */
+	/* time no request owns: on CPU + runqueue; then the same split by kind
+	 * (the spans' on_cpu_ms and runq_ms are kept apart, so their identity
+	 * with a process's CPU needs the unattributed part apart too) */
 	uint64_t unattributed_cpu_ns;
+	uint64_t unattributed_on_cpu_ns, unattributed_runq_ns;
 	uint64_t missed_switch_ins; /* a thread switched out that we never saw switch in */
 	/* time threads held a CPU without running (steal, interrupts): runqueue */
 	uint64_t not_run_ns;
