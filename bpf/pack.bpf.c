@@ -59,76 +59,8 @@ static __always_inline void pack_count(__u32 slot)
 		__sync_fetch_and_add(v, 1);
 }
 
-/* The uprobe argument ABI of the target arch, as bpf/gpu.bpf.c reads it (see there why). */
-#if defined(__TARGET_ARCH_x86)
-#define ABI(x) RT_X86_64_##x
-#define RT_REGS struct pt_regs
-#define RT_BIG_ARG_ABI RT_ABI_X86_64
-#elif defined(__TARGET_ARCH_arm64)
-#define ABI(x) RT_AAPCS64_##x
-#define RT_REGS struct user_pt_regs
-#define RT_BIG_ARG_ABI RT_ABI_AAPCS64
-#else
-#error "pack.bpf.c: no uprobe argument ABI for this __TARGET_ARCH (include/reqtrace/uprobe_args.h)"
-#endif
-
-#define RT_OPAQUE(v) asm volatile("" : "+r"(v))
-#define REG(ctx, r) (((const RT_REGS *)(ctx))->ABI(r##_REG))
-#define REG_AT(r) _Static_assert(__builtin_offsetof(RT_REGS, ABI(r##_REG)) == ABI(r##_OFF), #r)
-REG_AT(ARG1);
-REG_AT(ARG2);
-REG_AT(ARG3);
-REG_AT(ARG4);
-REG_AT(ARG5);
-REG_AT(ARG6);
-REG_AT(SP);
-
-/* Argument n (1-based) at function entry: ABI(REG_ARGS) in registers, then the stack. */
-static __always_inline __u64 arg(struct pt_regs *ctx, __u32 n)
-{
-	__u64 a1 = REG(ctx, ARG1), a2 = REG(ctx, ARG2), a3 = REG(ctx, ARG3);
-	__u64 a4 = REG(ctx, ARG4), a5 = REG(ctx, ARG5), a6 = REG(ctx, ARG6);
-#if ABI(REG_ARGS) > 6
-	__u64 a7 = REG(ctx, ARG7), a8 = REG(ctx, ARG8);
-#endif
-	__u64 v = 0;
-
-	RT_OPAQUE(a1);
-	RT_OPAQUE(a2);
-	RT_OPAQUE(a3);
-	RT_OPAQUE(a4);
-	RT_OPAQUE(a5);
-	RT_OPAQUE(a6);
-#if ABI(REG_ARGS) > 6
-	RT_OPAQUE(a7);
-	RT_OPAQUE(a8);
-#endif
-	switch (n) {
-	case 1:
-		return a1;
-	case 2:
-		return a2;
-	case 3:
-		return a3;
-	case 4:
-		return a4;
-	case 5:
-		return a5;
-	case 6:
-		return a6;
-#if ABI(REG_ARGS) > 6
-	case 7:
-		return a7;
-	case 8:
-		return a8;
-#endif
-	default:
-		break;
-	}
-	if (n > ABI(REG_ARGS) && n <= RT_ABI_ARG_MAX)
-		bpf_probe_read_user(&v, sizeof(v), (void *)(REG(ctx, SP) + ABI(STACK_OFF(n))));
-	return v;
-}
+/* the uprobe argument ABI of the target arch, as gpu.bpf.c reads it */
+#include "rt_uprobe_arg.bpf.h"
 
 /*
  * Where llama_decode's batch (argument 2, 56 bytes by value) is: on the

@@ -150,8 +150,6 @@ static int load_variant(struct rt_bpf_source *s, struct rt_bpf_gpu *g, bool mult
 	k = gpu_bpf__open();
 	if (!k)
 		return -errno;
-	k->rodata->rt_source_id = s->opts.source_id;
-	k->rodata->rt_wake_bytes = s->opts.ring_bytes / 8;
 	if (multi) {
 		bpf_program__set_expected_attach_type(k->progs.rt_gpu_enter_multi,
 						      RT_BPF_TRACE_UPROBE_MULTI);
@@ -161,9 +159,8 @@ static int load_variant(struct rt_bpf_source *s, struct rt_bpf_gpu *g, bool mult
 		bpf_program__set_autoload(k->progs.rt_gpu_enter_multi, false);
 		bpf_program__set_autoload(k->progs.rt_gpu_ret_multi, false);
 	}
-	if ((err = bpf_map__reuse_fd(k->maps.traced_tgids, s->targets_fd)) ||
-	    (err = bpf_map__reuse_fd(k->maps.rt_ring, s->ring_fd)) ||
-	    (err = bpf_map__reuse_fd(k->maps.rt_counters, s->counters_fd)) ||
+	if ((err = rt_bpf_configure(s, k->maps.traced_tgids, k->maps.rt_ring, k->maps.rt_counters,
+				    &k->rodata->rt_source_id, &k->rodata->rt_wake_bytes)) ||
 	    (err = gpu_bpf__load(k))) {
 		gpu_bpf__destroy(k);
 		return err;

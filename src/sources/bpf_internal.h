@@ -89,4 +89,13 @@ void rt_bpf_zmq_free(struct rt_bpf_source *s);
 /* bpf_pack.c */
 void rt_bpf_pack_free(struct rt_bpf_source *s);
 
+/*
+ * bpf_source.c: sets an opened object's rodata and its shared maps (the
+ * first object sizes them, the later ones reuse their fds), so that every
+ * program writes the one ring and honours the one target map.
+ */
+int rt_bpf_configure(struct rt_bpf_source *s, struct bpf_map *targets, struct bpf_map *ring,
+		     struct bpf_map *counters, volatile __u32 *source_id,
+		     volatile __u64 *wake_bytes);
+
 #endif /* RT_SOURCES_BPF_INTERNAL_H */

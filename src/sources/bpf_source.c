@@ -364,7 +364,7 @@ static int check_opts(const struct rt_bpf_source_opts *in, struct rt_bpf_source_
  * Sets an opened object's rodata and shared maps: the first object (sched)
  * sizes them, the later ones reuse its fds.
  */
-static int configure(struct rt_bpf_source *s, struct bpf_map *targets, struct bpf_map *ring,
+int rt_bpf_configure(struct rt_bpf_source *s, struct bpf_map *targets, struct bpf_map *ring,
 		     struct bpf_map *counters, volatile __u32 *source_id,
 		     volatile __u64 *wake_bytes)
 {
@@ -395,9 +395,9 @@ static int load_objects(struct rt_bpf_source *s)
 	if (!s->sched)
 		goto fail_errno;
 	what = "loading sched.bpf.o";
-	err = configure(s, s->sched->maps.traced_tgids, s->sched->maps.rt_ring,
-			s->sched->maps.rt_counters, &s->sched->rodata->rt_source_id,
-			&s->sched->rodata->rt_wake_bytes);
+	err = rt_bpf_configure(s, s->sched->maps.traced_tgids, s->sched->maps.rt_ring,
+			       s->sched->maps.rt_counters, &s->sched->rodata->rt_source_id,
+			       &s->sched->rodata->rt_wake_bytes);
 	if (err || (err = sched_bpf__load(s->sched)))
 		goto fail;
 	s->targets_fd = bpf_map__fd(s->sched->maps.traced_tgids);
@@ -411,9 +411,9 @@ static int load_objects(struct rt_bpf_source *s)
 	what = "loading sock.bpf.o";
 	s->sock->rodata->rt_head_bytes = s->opts.head_bytes;
 	s->sock->rodata->rt_tail_bytes = s->opts.tail_bytes;
-	err = configure(s, s->sock->maps.traced_tgids, s->sock->maps.rt_ring,
-			s->sock->maps.rt_counters, &s->sock->rodata->rt_source_id,
-			&s->sock->rodata->rt_wake_bytes);
+	err = rt_bpf_configure(s, s->sock->maps.traced_tgids, s->sock->maps.rt_ring,
+			       s->sock->maps.rt_counters, &s->sock->rodata->rt_source_id,
+			       &s->sock->rodata->rt_wake_bytes);
 	if (err || (err = sock_bpf__load(s->sock)))
 		goto fail;
 
@@ -422,9 +422,9 @@ static int load_objects(struct rt_bpf_source *s)
 	if (!s->marker)
 		goto fail_errno;
 	what = "loading marker.bpf.o";
-	err = configure(s, s->marker->maps.traced_tgids, s->marker->maps.rt_ring,
-			s->marker->maps.rt_counters, &s->marker->rodata->rt_source_id,
-			&s->marker->rodata->rt_wake_bytes);
+	err = rt_bpf_configure(s, s->marker->maps.traced_tgids, s->marker->maps.rt_ring,
+			       s->marker->maps.rt_counters, &s->marker->rodata->rt_source_id,
+			       &s->marker->rodata->rt_wake_bytes);
 	if (err || (err = marker_bpf__load(s->marker)))
 		goto fail;
 	return 0;

@@ -47,11 +47,8 @@ static int load(struct rt_bpf_source *s, struct rt_bpf_zmq *z)
 
 	if (!k)
 		return -errno;
-	k->rodata->rt_source_id = s->opts.source_id;
-	k->rodata->rt_wake_bytes = s->opts.ring_bytes / 8;
-	if ((err = bpf_map__reuse_fd(k->maps.traced_tgids, s->targets_fd)) ||
-	    (err = bpf_map__reuse_fd(k->maps.rt_ring, s->ring_fd)) ||
-	    (err = bpf_map__reuse_fd(k->maps.rt_counters, s->counters_fd)) ||
+	if ((err = rt_bpf_configure(s, k->maps.traced_tgids, k->maps.rt_ring, k->maps.rt_counters,
+				    &k->rodata->rt_source_id, &k->rodata->rt_wake_bytes)) ||
 	    (err = zmq_bpf__load(k))) {
 		zmq_bpf__destroy(k);
 		rt_bpf_env_explain("loading zmq.bpf.o", err);
