@@ -268,6 +268,11 @@ static void flush(struct rt_correlator *c, struct rt_thread *t)
 	if (!t->resid_on && !t->resid_runq)
 		return;
 	n = burst_owners(t, owners);
+	if (!n && rt_vllm_hold(c, t, t->resid_on, t->resid_runq, t->since)) {
+		t->resid_on = t->resid_runq = 0;
+		t->n_rslice = t->rslice_dropped = 0;
+		return;
+	}
 	when.iv = t->rslice;
 	when.n = t->n_rslice;
 	when.dropped = t->rslice_dropped;
