@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import uuid
 
 import zmq
@@ -93,6 +94,7 @@ class MicrobatchTokenizer:
         self.q = asyncio.Queue()
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self.task = None
+        self.c_prev = None  # the executor thread's CPU clock when the last batch was logged
 
     async def encode(self, rid, text):
         if self.task is None:
@@ -132,12 +134,55 @@ class MicrobatchTokenizer:
         b1, c1 = time.monotonic_ns(), time.thread_time_ns()
         total = sum(own)
         members = [rid for rid, _ in items]
+        # the thread's whole CPU since the last batch was logged: that batch's
+        # logging and result hand-back, this batch's wakeup and run (exec_cpu_ns)
+        whole = c1 - (self.c_prev if self.c_prev is not None else c0)
         for (rid, _), w in zip(items, own):
             self.tl.ev(rid, "tokenize_start", b0, tid=tid)
             self.tl.ev(rid, "tokenize_end", b1, tid=tid, cpu_ns=(c1 - c0) * w // total,
                        own_cpu_ns=w, batch=len(items), batch_cpu_ns=c1 - c0,
+                       exec_cpu_ns=whole * w // total,
                        members=members if len(members) <= MAX_BATCH else None)
+        self.c_prev = time.thread_time_ns()
         return res
+
+
+class Meter:
+    """The thread CPU of the coroutine steps it drives: the event loop's work
+    for one connection (HTTP parsing, the handler, the ADD send, SSE writes),
+    its tasks' steps only (not the loop's own selector and callbacks)."""
+
+    def __init__(self):
+        self.total, self.c0 = 0, None
+
+    def now(self):
+        return self.total + (time.thread_time_ns() - self.c0 if self.c0 is not None else 0)
+
+    def _stop(self):
+        self.total += time.thread_time_ns() - self.c0
+        self.c0 = None
+
+    @types.coroutine
+    def _drive(self, coro):
+        send, exc = None, None
+        while True:
+            self.c0 = time.thread_time_ns()
+            try:
+                fut = coro.throw(exc) if exc is not None else coro.send(send)
+            except StopIteration as e:
+                self._stop()
+                return e.value
+            except BaseException:
+                self._stop()
+                raise
+            self._stop()
+            try:
+                send, exc = (yield fut), None
+            except BaseException as e:  # cancellation goes into the coroutine
+                send, exc = None, e
+
+    async def run(self, coro):
+        return await self._drive(coro)
 
 
 class ReqState:
@@ -250,8 +295,13 @@ class ApiServer:
 
     # ---- HTTP ----
     async def handle_conn(self, reader, writer):
+        meter = Meter()
+        await meter.run(self.conn(reader, writer, meter))
+
+    async def conn(self, reader, writer, meter):
         try:
             while True:
+                m0 = meter.now()
                 line = await reader.readline()
                 if not line:
                     return
@@ -271,7 +321,7 @@ class ApiServer:
                     await self.respond(writer, 404, {"error": "not found"}, keep)
                 else:
                     await self.serve(writer, path, headers, json.loads(body), t_first, t_recv,
-                                     keep)
+                                     keep, meter, m0)
                 if not keep:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -287,7 +337,7 @@ class ApiServer:
                       ).encode() + body)
         await writer.drain()
 
-    async def serve(self, writer, path, headers, body, t_first, t_recv, keep):
+    async def serve(self, writer, path, headers, body, t_first, t_recv, keep, meter, m0):
         chat = path.endswith("chat/completions")
         base = headers.get("x-request-id") or random_uuid()
         stream = bool(body.get("stream"))
@@ -333,7 +383,7 @@ class ApiServer:
                 await self.send_add(st.rid, external, ids, max_tokens, stream,
                                     body.get("temperature"))
 
-        await asyncio.gather(*(one(g, t, e, p)
+        await asyncio.gather(*(meter.run(one(g, t, e, p))
                                for g, t, e, p in zip(groups, prompts, externals, parents)))
         left = len(states)
         obj = "chat.completion.chunk" if chat else "text_completion"
@@ -394,6 +444,10 @@ class ApiServer:
                 t_last = t_end = time.monotonic_ns()
             for st in states:
                 self.tl.ev(st.rid, "end", t_end, start=t_last)
+            # the loop's work for this request, its output handling (detok) apart
+            cpu = meter.now() - m0
+            for st in states:
+                self.tl.ev(st.rid, "loop_cpu", time.monotonic_ns(), cpu_ns=cpu // len(states))
         except ConnectionError:
             alive = [s.rid for s in states if s.rid in self.reqs]
             for rid in alive:
