@@ -268,7 +268,9 @@ static void flush(struct rt_correlator *c, struct rt_thread *t)
 	if (!t->resid_on && !t->resid_runq)
 		return;
 	n = burst_owners(t, owners);
-	if (!n && rt_vllm_hold(c, t, t->resid_on, t->resid_runq, t->since)) {
+	/* no owner, or only the hand-off: a vLLM API server's executor may hold it */
+	if ((!n || (!t->n_io && !t->n_served)) &&
+	    rt_vllm_hold(c, t, t->resid_on, t->resid_runq, t->since)) {
 		t->resid_on = t->resid_runq = 0;
 		t->n_rslice = t->rslice_dropped = 0;
 		return;

@@ -396,9 +396,9 @@ struct rt_pack_state;
 struct rt_req_vllm;
 struct rt_vllm_state;
 /*
- * t's burst residual has no owner by rules 2-4: a vLLM API server's helper
- * thread (the tokenizer executor) keeps it for the ADDs the event loop
- * sends next (docs/spans.md, "vLLM"). True: held, not to be charged.
+ * t's burst residual has no owner by rules 2-4 but the hand-off: a vLLM API
+ * server's helper thread (the tokenizer executor) keeps it for the ADDs the
+ * event loop sends next (docs/spans.md, "vLLM"). True: held, not charged.
  */
 bool rt_vllm_hold(struct rt_correlator *c, const struct rt_thread *t, int64_t on, int64_t runq,
 		  uint64_t ts);
