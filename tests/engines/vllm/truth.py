@@ -52,8 +52,8 @@ def merge(lines):
             r["tokenize_tid"] = d.get("tid")
         if d["ev"] == "sse_write":
             r["sse_cpu_ns"] = r.get("sse_cpu_ns", 0) + d.get("cpu_ns", 0)
-        if d["ev"] == "loop_cpu":
-            r["loop_cpu_ns"] = r.get("loop_cpu_ns", 0) + d.get("cpu_ns", 0)
+        if d["ev"] in ("loop_cpu", "batch_loop_cpu", "out_loop_cpu"):
+            r[d["ev"] + "_ns"] = r.get(d["ev"] + "_ns", 0) + d.get("cpu_ns", 0)
         if d["ev"] == "detok":
             r["detok_cpu_ns"] += d.get("cpu_ns", 0)
     return out
