@@ -131,6 +131,11 @@ static uint32_t burst_owners(const struct rt_thread *t, uint64_t *out)
 {
 	uint32_t n = 0, i;
 
+	/* an engine-message event loop: the requests this burst handled, when it handled any */
+	for (i = 0; t->msg_loop && i < t->n_served; i++)
+		add_unique(out, &n, OWNERS_MAX, t->served[i]);
+	if (n)
+		return n;
 	for (i = 0; i < t->n_io; i++)
 		add_unique(out, &n, OWNERS_MAX, t->io[i]);
 	add_unique(out, &n, OWNERS_MAX, t->handoff);
@@ -502,6 +507,14 @@ static uint64_t handoff_owner(const struct rt_thread *w)
 	uint64_t one = 0;
 	uint32_t i;
 
+	if (w->msg_loop && w->n_served) { /* the requests this burst handled (burst_owners) */
+		for (i = 0; i < w->n_served; i++) {
+			if (one && one != w->served[i])
+				return 0;
+			one = w->served[i];
+		}
+		return one;
+	}
 	for (i = 0; i < w->n_io; i++) {
 		if (one && one != w->io[i])
 			return 0;
@@ -713,6 +726,8 @@ void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req
 {
 	(void)c;
 	(void)ts;
+	if (t->msg_loop)
+		rt_cpu_loop_serves(t, r); /* its bytes were handled in this burst */
 	if (r->frozen_ns || has(t->io, t->n_io, r->serial))
 		return;
 	if (t->n_io >= RT_THREAD_OWNERS_MAX) {
@@ -721,6 +736,15 @@ void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req
 	}
 	t->io[t->n_io++] = r->serial;
 	rt_req_touch(r, t->tid);
+}
+
+void rt_cpu_loop_serves(struct rt_thread *t, struct rt_req *r)
+{
+	if (r->frozen_ns)
+		return;
+	t->msg_loop = true;
+	if (!served_add(t, r->serial))
+		rt_req_touch(r, t->tid);
 }
 
 void rt_cpu_comm_wait(struct rt_correlator *c, struct rt_thread *t, uint64_t enter, uint64_t exit)

@@ -180,6 +180,10 @@ struct rt_thread {
 	/* rule 4: requests served in this burst, up to RT_THREAD_SERVED_MAX */
 	uint64_t *served;
 	uint32_t n_served, served_cap;
+	/* an event loop that exchanges engine messages (vllm.c): a burst that
+	 * handled requests (messages, socket bytes) is theirs alone, not every
+	 * I/O owner's (docs/spans.md, "vLLM") */
+	bool msg_loop;
 	/* burst time not under markers, charged to the burst's owners when the
 	 * burst ends (or a request it holds time for ends) */
 	int64_t resid_on, resid_runq;
@@ -366,6 +370,8 @@ void rt_cpu_on_exit(struct rt_correlator *c, uint32_t tid, uint64_t ts);
 void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
 /* Thread t does I/O for r at ts: rule 2. */
 void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts);
+/* Thread t, an event loop of engine messages, handled r in this burst (msg_loop). */
+void rt_cpu_loop_serves(struct rt_thread *t, struct rt_req *r);
 /* Close the current piece of t's time at ts under its present owners. */
 void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts);
 /*

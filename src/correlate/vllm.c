@@ -365,6 +365,22 @@ static void exec_charge(struct rt_correlator *c, struct rt_req *r, const struct 
 	}
 }
 
+static void early_join(struct rt_correlator *c, struct ereq *e);
+static struct rt_req *joined_req(struct rt_correlator *c, const struct ereq *e);
+
+/* The API server's event loop handled e's message: its burst works for e's request. */
+static void loop_serves(struct rt_correlator *c, const struct rt_zmq_asm_msg *m, struct ereq *e)
+{
+	struct rt_req *r = joined_req(c, e);
+	struct rt_thread *t;
+
+	if (!r)
+		return;
+	t = rt_thread_get(c, m->tid, m->pid, false);
+	if (t)
+		rt_cpu_loop_serves(t, r);
+}
+
 /* ---- messages ------------------------------------------------------------- */
 
 static void on_add(void *ctx, const struct rt_vllm_add *add)
@@ -387,6 +403,8 @@ static void on_add(void *ctx, const struct rt_vllm_add *add)
 			e->add_ns = d->ts;
 			held_for(d->c, d->m, e);
 		}
+		early_join(d->c, e);
+		loop_serves(d->c, d->m, e);
 	} else {
 		e->eng_pid = d->m->pid;
 		if (!e->eng_recv_ns)
@@ -438,6 +456,7 @@ static void on_output(void *ctx, const struct rt_vllm_outputs *outs, const struc
 		e->last_send_ns = d->ts;
 		return;
 	}
+	loop_serves(d->c, d->m, e);
 	if (!e->first_out_ns)
 		e->first_out_ns = d->ts;
 	e->last_out_ns = d->ts;
@@ -595,6 +614,26 @@ static uint8_t matches(const struct ereq *e, const struct rt_req *r)
 	return RT_ENGINE_JOIN_NONE;
 }
 
+static int join_one(struct rt_correlator *c, struct rt_req *r, struct ereq *e, uint8_t how)
+{
+	if (!r->vllm) {
+		r->vllm = calloc(1, sizeof(*r->vllm));
+		if (!r->vllm) {
+			r->span.flags |= RT_SPAN_INCOMPLETE;
+			return -ENOMEM;
+		}
+	}
+	if (r->vllm->n >= RT_VLLM_JOIN_MAX) {
+		r->vllm->join_dropped++;
+		return 0;
+	}
+	r->vllm->keys[r->vllm->n++] = e->key;
+	e->req = r->serial;
+	e->join = how;
+	c->st.vllm_joined++;
+	return 0;
+}
+
 /* Every engine request of r's process that r's ids name joins r. */
 static void try_join(struct rt_correlator *c, struct rt_req *r)
 {
@@ -611,24 +650,60 @@ static void try_join(struct rt_correlator *c, struct rt_req *r)
 		if (e->req || e->api_pid != r->pid)
 			continue;
 		how = matches(e, r);
-		if (!how)
-			continue;
-		if (!r->vllm) {
-			r->vllm = calloc(1, sizeof(*r->vllm));
-			if (!r->vllm) {
-				r->span.flags |= RT_SPAN_INCOMPLETE;
-				return;
-			}
-		}
-		if (r->vllm->n >= RT_VLLM_JOIN_MAX) {
-			r->vllm->join_dropped++;
-			continue;
-		}
-		r->vllm->keys[r->vllm->n++] = e->key;
-		e->req = r->serial;
-		e->join = how;
-		c->st.vllm_joined++;
+		if (how && join_one(c, r, e, how))
+			return;
 	}
+}
+
+/*
+ * At the ADD, before any response byte: the request whose X-Request-Id the
+ * external id carries ("chatcmpl-" H ["_" i] | "cmpl-" H "-" i), looked up
+ * by id, so that the event loop's work for it is known from the start.
+ */
+static void early_join(struct rt_correlator *c, struct ereq *e)
+{
+	struct rt_vllm_str ext = external(e);
+	char h[ID_MAX];
+	uint32_t off, len, k;
+	int pass;
+
+	if (e->req)
+		return;
+	off = ext.len > 9 && !memcmp(ext.ptr, "chatcmpl-", 9) ? 9 :
+	      ext.len > 5 && !memcmp(ext.ptr, "cmpl-", 5)     ? 5 :
+								0;
+	if (!off)
+		return;
+	for (pass = 0; pass < 2; pass++) {
+		struct rt_req *r;
+
+		len = ext.len - off;
+		if (pass) { /* less a prompt index */
+			for (k = len;
+			     k > 0 && ext.ptr[off + k - 1] >= '0' && ext.ptr[off + k - 1] <= '9';
+			     k--)
+				;
+			if (k == len || k < 2 ||
+			    (ext.ptr[off + k - 1] != '-' && ext.ptr[off + k - 1] != '_'))
+				return;
+			len = k - 1;
+		}
+		memcpy(h, ext.ptr + off, len);
+		h[len] = '\0';
+		r = rt_req_by_id(c, h);
+		if (r && r->id_from_header && r->pid == e->api_pid && !r->ended &&
+		    rt_vllm_id_match_header(ext, h, len, NULL) != RT_VLLM_ID_NO_MATCH) {
+			join_one(c, r, e, RT_ENGINE_JOIN_HEADER);
+			return;
+		}
+	}
+}
+
+static struct rt_req *joined_req(struct rt_correlator *c, const struct ereq *e)
+{
+	struct rt_req *r = e->req ? rt_req_get(c, e->req) : NULL;
+
+	return r && !r->ended ? r : NULL;
 }
 
 static struct ereq *joined(struct rt_correlator *c, const struct rt_req *r, uint32_t i)
