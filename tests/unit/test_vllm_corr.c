@@ -23,7 +23,9 @@
  * - an unknown message shape is counted and ignored;
  * - the tokenizer executor's burst, woken by an event loop that owns two
  *   requests, goes to the ADDs sent after it by prompt tokens; a libzmq
- *   I/O thread's is not held; a hold no ADD follows in time is dropped.
+ *   I/O thread's is not held; a hold no ADD follows in time is dropped;
+ * - the event loop's burst that sent one request's ADD is that request's
+ *   alone, not split among every request the loop holds I/O for.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -682,6 +684,36 @@ static void test_exec_stale(void **state)
 	assert_int_equal(st.vllm_exec_dropped, 1);
 }
 
+/* The loop reads a and b in one burst, sends a's ADD alone in the next. */
+static void test_loop_burst_owned(void **state)
+{
+	const struct rt_span_thread *a, *b;
+
+	(void)state;
+	sw(AT(0.5), 0, 0, "", LOOP, "python3");
+	request(AT(1), 7, "/v1/chat/completions", "a");
+	request(AT(1.1), 8, "/v1/completions", "b");
+	sw(AT(1.5), 0, LOOP, "python3", 0, ""); /* 1 ms, rule 2: a and b */
+	sw(AT(2), 0, 0, "", LOOP, "python3");
+	add(AT(2.2), AT(2.4), "chatcmpl-a-11111111", "chatcmpl-a");
+	sw(AT(3), 0, LOOP, "python3", 0, ""); /* 1 ms: a's ADD, a's alone */
+	output(AT(8), AT(8.1), "chatcmpl-a-11111111", 1, 1, 0, 0);
+	sw(AT(8.9), 0, 0, "", LOOP, "python3");
+	json_response(AT(9), 7);
+	add(AT(9.05), AT(9.2), "cmpl-b-0-22222222", "cmpl-b-0");
+	json_response(AT(9.1), 8);
+	/* a's write ends a at 9 (the 0.1 ms before, a's alone), b's at 9.1 (b's) */
+	sw(AT(9.5), 0, LOOP, "python3", 0, "");
+	rt_correlator__finish(c);
+	assert_int_equal(n_spans, 2);
+	a = thread_of(span_of("/v1/chat/completions"), LOOP);
+	b = thread_of(span_of("/v1/completions"), LOOP);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->on_cpu_ns, 500 * US + 1 * MS + 100 * US);
+	assert_int_equal(b->on_cpu_ns, 500 * US + 100 * US);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -693,6 +725,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loop_burst_owned, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
