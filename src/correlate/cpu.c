@@ -132,6 +132,11 @@ static uint32_t burst_owners(const struct rt_thread *t, uint64_t *out)
 {
 	uint32_t n = 0, i;
 
+	/* an engine-message event loop: the requests this burst handled, when it handled any */
+	for (i = 0; t->msg_loop && i < t->n_served; i++)
+		add_unique(out, &n, OWNERS_MAX, t->served[i]);
+	if (n)
+		return n;
 	for (i = 0; i < t->n_io; i++)
 		add_unique(out, &n, OWNERS_MAX, t->io[i]);
 	add_unique(out, &n, OWNERS_MAX, t->handoff);
@@ -280,6 +285,13 @@ static void flush(struct rt_correlator *c, struct rt_thread *t)
 	if (!t->resid_on && !t->resid_runq)
 		return;
 	n = burst_owners(t, owners);
+	/* no owner, or only the hand-off: a vLLM API server's executor may hold it */
+	if ((!n || (!t->n_io && !t->n_served)) &&
+	    rt_vllm_hold(c, t, t->resid_on, t->resid_runq, t->since)) {
+		t->resid_on = t->resid_runq = 0;
+		t->n_rslice = t->rslice_dropped = 0;
+		return;
+	}
 	when.iv = t->rslice;
 	when.n = t->n_rslice;
 	when.dropped = t->rslice_dropped;
@@ -513,6 +525,14 @@ static uint64_t handoff_owner(const struct rt_thread *w)
 	uint64_t one = 0;
 	uint32_t i;
 
+	if (w->msg_loop && w->n_served) { /* the requests this burst handled (burst_owners) */
+		for (i = 0; i < w->n_served; i++) {
+			if (one && one != w->served[i])
+				return 0;
+			one = w->served[i];
+		}
+		return one;
+	}
 	for (i = 0; i < w->n_io; i++) {
 		if (one && one != w->io[i])
 			return 0;
@@ -735,6 +755,8 @@ void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req
 {
 	(void)c;
 	(void)ts;
+	if (t->msg_loop)
+		rt_cpu_loop_serves(t, r); /* its bytes were handled in this burst */
 	if (r->frozen_ns || has(t->io, t->n_io, r->serial))
 		return;
 	if (t->n_io >= RT_THREAD_OWNERS_MAX) {
@@ -743,6 +765,15 @@ void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req
 	}
 	t->io[t->n_io++] = r->serial;
 	rt_req_touch(r, t->tid);
+}
+
+void rt_cpu_loop_serves(struct rt_thread *t, struct rt_req *r)
+{
+	if (r->frozen_ns)
+		return;
+	t->msg_loop = true;
+	if (!served_add(t, r->serial))
+		rt_req_touch(r, t->tid);
 }
 
 void rt_cpu_comm_wait(struct rt_correlator *c, struct rt_thread *t, uint64_t enter, uint64_t exit)

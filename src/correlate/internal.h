@@ -180,6 +180,10 @@ struct rt_thread {
 	/* rule 4: requests served in this burst, up to RT_THREAD_SERVED_MAX */
 	uint64_t *served;
 	uint32_t n_served, served_cap;
+	/* an event loop that exchanges engine messages (vllm.c): a burst that
+	 * handled requests (messages, socket bytes) is theirs alone, not every
+	 * I/O owner's (docs/spans.md, "vLLM") */
+	bool msg_loop;
 	/* burst time not under markers, charged to the burst's owners when the
 	 * burst ends (or a request it holds time for ends) */
 	int64_t resid_on, resid_runq;
@@ -383,6 +387,8 @@ void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
 void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts);
 /* ns of on-CPU (else runqueue) time that no request owns. */
 void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns);
+/* Thread t, an event loop of engine messages, handled r in this burst (msg_loop). */
+void rt_cpu_loop_serves(struct rt_thread *t, struct rt_req *r);
 /* Close the current piece of t's time at ts under its present owners. */
 void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts);
 /*
@@ -412,6 +418,13 @@ struct rt_pack_state;
 /* vllm.c (declared in vllm.h): vLLM engine messages → joins and phases */
 struct rt_req_vllm;
 struct rt_vllm_state;
+/*
+ * t's burst residual has no owner by rules 2-4 but the hand-off: a vLLM API
+ * server's helper thread (the tokenizer executor) keeps it for the ADDs the
+ * event loop sends next (docs/spans.md, "vLLM"). True: held, not charged.
+ */
+bool rt_vllm_hold(struct rt_correlator *c, const struct rt_thread *t, int64_t on, int64_t runq,
+		  uint64_t ts);
 
 /* gpu.c: CUDA/NCCL CPU-side records (uprobes, CUPTI DRIVER) and device
  * records (CUPTI) attributed to requests; fills span.gpu and comm wait. */

@@ -21,6 +21,11 @@
 
 #define ID_MAX 128
 #define PENDING_MAX 8 /* output receipts waiting for the response write that carries them */
+#define APIS_MAX 4 /* API-server processes whose helper threads are held */
+#define HOLDS_MAX 8 /* helper threads holding unowned time */
+#define HOLD_MEMBERS_MAX 64 /* ADDs one hold is split among (vLLM's micro-batch: 32) */
+/* a hold no ADD followed within this is not a tokenize run: dropped */
+#define HOLD_MAX_NS (100ull * 1000 * 1000)
 
 /* One engine request, keyed by hash of its internal id. */
 struct ereq {
@@ -44,12 +49,37 @@ struct ereq {
 	uint8_t join; /* enum rt_engine_join */
 	uint64_t pend[PENDING_MAX]; /* receipts not yet carried by a response write, oldest first */
 	uint32_t n_pend;
+	/* its share of a helper thread's held time (the tokenizer executor) */
+	int64_t exec_on, exec_runq;
+	uint32_t exec_tid;
+	char exec_comm[RT_COMM_LEN];
+};
+
+/*
+ * Unowned burst time of one API-server helper thread, kept until the event
+ * loop's next ADDs (the micro-batch the executor just tokenized) and split
+ * among them by prompt tokens when the thread next holds time or a member
+ * ends.
+ */
+struct hold {
+	uint32_t tid, pid;
+	char comm[RT_COMM_LEN];
+	int64_t on, runq;
+	uint64_t last_ns; /* the end of the last burst held */
+	uint64_t members[HOLD_MEMBERS_MAX]; /* keys of the ADDs sent since */
+	uint32_t n;
+};
+
+struct api {
+	uint32_t pid, loop_tid; /* an API server and its ADD-sending event loop */
 };
 
 struct rt_vllm_state {
 	struct rt_hmap ereqs;
 	uint32_t max;
 	uint64_t next_seq; /* engine requests made so far */
+	struct api apis[APIS_MAX];
+	struct hold holds[HOLDS_MAX];
 };
 
 struct dctx {
@@ -164,6 +194,193 @@ static uint64_t mono_ns(double s)
 	return isfinite(s) && s > 0 ? (uint64_t)(s * 1e9 + 0.5) : 0;
 }
 
+/* ---- helper-thread holds (the tokenizer executor) ------------------------------ */
+
+static struct api *api_of(struct rt_vllm_state *v, uint32_t pid)
+{
+	uint32_t i;
+
+	for (i = 0; v && i < APIS_MAX; i++)
+		if (v->apis[i].pid == pid)
+			return &v->apis[i];
+	return NULL;
+}
+
+static void hold_reset(struct hold *h)
+{
+	h->on = h->runq = 0;
+	h->n = 0;
+}
+
+static void hold_drop(struct rt_correlator *c, struct hold *h)
+{
+	if (h->on || h->runq) {
+		c->st.unattributed_cpu_ns += (uint64_t)(h->on + h->runq);
+		c->st.vllm_exec_dropped++;
+	}
+	hold_reset(h);
+}
+
+/* Split h among its members by prompt tokens (equally when one is unknown). */
+static void settle(struct rt_correlator *c, struct hold *h)
+{
+	struct ereq *m[HOLD_MEMBERS_MAX];
+	int64_t w[HOLD_MEMBERS_MAX], total = 0, on = 0, runq = 0;
+	uint32_t i, n = 0;
+	bool equal = false;
+
+	for (i = 0; i < h->n; i++) {
+		struct ereq *e = rt_hmap_get(&c->vllm->ereqs, h->members[i]);
+
+		if (!e)
+			continue; /* ended before: its share stays unattributed */
+		m[n] = e;
+		w[n] = e->prompt_tokens;
+		if (w[n] <= 0)
+			equal = true;
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		if (equal)
+			w[i] = 1;
+		total += w[i];
+	}
+	for (i = 0; i < n; i++) {
+		int64_t so = h->on * w[i] / total, sr = h->runq * w[i] / total;
+
+		m[i]->exec_on += so;
+		m[i]->exec_runq += sr;
+		m[i]->exec_tid = h->tid;
+		memcpy(m[i]->exec_comm, h->comm, RT_COMM_LEN);
+		on += so;
+		runq += sr;
+	}
+	c->st.unattributed_cpu_ns += (uint64_t)(h->on - on + h->runq - runq);
+	hold_reset(h);
+}
+
+bool rt_vllm_hold(struct rt_correlator *c, const struct rt_thread *t, int64_t on, int64_t runq,
+		  uint64_t ts)
+{
+	struct rt_vllm_state *v = c->vllm;
+	struct api *a = api_of(v, t->pid);
+	struct hold *h = NULL, *free_h = NULL;
+	uint32_t i;
+
+	/* the event loop's own time, and libzmq's I/O threads (they run for the messages) */
+	if (!a || a->loop_tid == t->tid || !strncmp(t->comm, "ZMQbg", 5))
+		return false;
+	for (i = 0; i < HOLDS_MAX && !h; i++) {
+		if (v->holds[i].tid == t->tid && v->holds[i].pid == t->pid)
+			h = &v->holds[i];
+		else if (!v->holds[i].tid && !free_h)
+			free_h = &v->holds[i];
+	}
+	if (!h) {
+		if (!free_h)
+			return false;
+		h = free_h;
+		memset(h, 0, sizeof(*h));
+		h->tid = t->tid;
+		h->pid = t->pid;
+	}
+	memcpy(h->comm, t->comm, RT_COMM_LEN);
+	if (h->n)
+		settle(c, h); /* a new run: the last one's ADDs have come */
+	else if (ts > h->last_ns + HOLD_MAX_NS)
+		hold_drop(c, h);
+	h->on += on;
+	h->runq += runq;
+	h->last_ns = ts;
+	return true;
+}
+
+/* The event loop sends e's ADD: e is a member of every recent hold of its process. */
+static void held_for(struct rt_correlator *c, const struct rt_zmq_asm_msg *m, struct ereq *e)
+{
+	struct rt_vllm_state *v = c->vllm;
+	struct api *a = api_of(v, m->pid);
+	uint32_t i;
+
+	if (!a) {
+		for (i = 0; i < APIS_MAX && !a; i++)
+			if (!v->apis[i].pid)
+				a = &v->apis[i];
+		if (!a)
+			return;
+		a->pid = m->pid;
+	}
+	a->loop_tid = m->tid;
+	for (i = 0; i < HOLDS_MAX; i++) {
+		struct hold *h = &v->holds[i];
+
+		if (h->pid != m->pid || (!h->on && !h->runq))
+			continue;
+		if (m->first_enter_ns > h->last_ns + HOLD_MAX_NS) {
+			hold_drop(c, h);
+			continue;
+		}
+		if (h->n < HOLD_MEMBERS_MAX)
+			h->members[h->n++] = e->key;
+		else
+			c->st.vllm_exec_dropped++; /* its share goes to the others */
+	}
+}
+
+/* e is ending: settle every hold it is a member of first. */
+static void settle_member(struct rt_correlator *c, const struct ereq *e)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < HOLDS_MAX; i++)
+		for (k = 0; k < c->vllm->holds[i].n; k++)
+			if (c->vllm->holds[i].members[k] == e->key) {
+				settle(c, &c->vllm->holds[i]);
+				break;
+			}
+}
+
+/* r gets e's share of the held time: on its own, so in no slice of its timeline */
+static void exec_charge(struct rt_correlator *c, struct rt_req *r, const struct ereq *e)
+{
+	struct rt_thread *t, tmp;
+	struct rt_span_thread *st;
+
+	if (!e->exec_on && !e->exec_runq)
+		return;
+	r->span.cpu.on_cpu_ns += e->exec_on;
+	r->span.cpu.runq_ns += e->exec_runq;
+	t = rt_hmap_get(&c->threads, e->exec_tid);
+	if (!t) {
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.tid = e->exec_tid;
+		memcpy(tmp.comm, e->exec_comm, RT_COMM_LEN);
+		t = &tmp;
+	}
+	st = rt_cpu_span_thread(r, t);
+	if (st) {
+		st->on_cpu_ns += e->exec_on;
+		st->runq_ns += e->exec_runq;
+		st->shared = true;
+	}
+}
+
+static void early_join(struct rt_correlator *c, struct ereq *e);
+static struct rt_req *joined_req(struct rt_correlator *c, const struct ereq *e);
+
+/* The API server's event loop handled e's message: its burst works for e's request. */
+static void loop_serves(struct rt_correlator *c, const struct rt_zmq_asm_msg *m, struct ereq *e)
+{
+	struct rt_req *r = joined_req(c, e);
+	struct rt_thread *t;
+
+	if (!r)
+		return;
+	t = rt_thread_get(c, m->tid, m->pid, false);
+	if (t)
+		rt_cpu_loop_serves(t, r);
+}
+
 /* ---- messages ------------------------------------------------------------- */
 
 static void on_add(void *ctx, const struct rt_vllm_add *add)
@@ -182,8 +399,12 @@ static void on_add(void *ctx, const struct rt_vllm_add *add)
 		e->prompt_tokens = add->prompt_tokens;
 	if (d->api) {
 		e->api_pid = d->m->pid;
-		if (!e->add_ns)
+		if (!e->add_ns) {
 			e->add_ns = d->ts;
+			held_for(d->c, d->m, e);
+		}
+		early_join(d->c, e);
+		loop_serves(d->c, d->m, e);
 	} else {
 		e->eng_pid = d->m->pid;
 		if (!e->eng_recv_ns)
@@ -235,6 +456,7 @@ static void on_output(void *ctx, const struct rt_vllm_outputs *outs, const struc
 		e->last_send_ns = d->ts;
 		return;
 	}
+	loop_serves(d->c, d->m, e);
 	if (!e->first_out_ns)
 		e->first_out_ns = d->ts;
 	e->last_out_ns = d->ts;
@@ -320,6 +542,14 @@ void rt_vllm_drop_pid(struct rt_correlator *c, uint32_t pid)
 
 	if (!v)
 		return;
+	for (pos = 0; pos < HOLDS_MAX; pos++)
+		if (v->holds[pos].pid == pid) {
+			hold_drop(c, &v->holds[pos]);
+			v->holds[pos].tid = v->holds[pos].pid = 0;
+		}
+	for (pos = 0; pos < APIS_MAX; pos++)
+		if (v->apis[pos].pid == pid)
+			v->apis[pos].pid = v->apis[pos].loop_tid = 0;
 	do {
 		n = 0;
 		pos = 0;
@@ -384,6 +614,26 @@ static uint8_t matches(const struct ereq *e, const struct rt_req *r)
 	return RT_ENGINE_JOIN_NONE;
 }
 
+static int join_one(struct rt_correlator *c, struct rt_req *r, struct ereq *e, uint8_t how)
+{
+	if (!r->vllm) {
+		r->vllm = calloc(1, sizeof(*r->vllm));
+		if (!r->vllm) {
+			r->span.flags |= RT_SPAN_INCOMPLETE;
+			return -ENOMEM;
+		}
+	}
+	if (r->vllm->n >= RT_VLLM_JOIN_MAX) {
+		r->vllm->join_dropped++;
+		return 0;
+	}
+	r->vllm->keys[r->vllm->n++] = e->key;
+	e->req = r->serial;
+	e->join = how;
+	c->st.vllm_joined++;
+	return 0;
+}
+
 /* Every engine request of r's process that r's ids name joins r. */
 static void try_join(struct rt_correlator *c, struct rt_req *r)
 {
@@ -400,24 +650,60 @@ static void try_join(struct rt_correlator *c, struct rt_req *r)
 		if (e->req || e->api_pid != r->pid)
 			continue;
 		how = matches(e, r);
-		if (!how)
-			continue;
-		if (!r->vllm) {
-			r->vllm = calloc(1, sizeof(*r->vllm));
-			if (!r->vllm) {
-				r->span.flags |= RT_SPAN_INCOMPLETE;
-				return;
-			}
-		}
-		if (r->vllm->n >= RT_VLLM_JOIN_MAX) {
-			r->vllm->join_dropped++;
-			continue;
-		}
-		r->vllm->keys[r->vllm->n++] = e->key;
-		e->req = r->serial;
-		e->join = how;
-		c->st.vllm_joined++;
+		if (how && join_one(c, r, e, how))
+			return;
 	}
+}
+
+/*
+ * At the ADD, before any response byte: the request whose X-Request-Id the
+ * external id carries ("chatcmpl-" H ["_" i] | "cmpl-" H "-" i), looked up
+ * by id, so that the event loop's work for it is known from the start.
+ */
+static void early_join(struct rt_correlator *c, struct ereq *e)
+{
+	struct rt_vllm_str ext = external(e);
+	char h[ID_MAX];
+	uint32_t off, len, k;
+	int pass;
+
+	if (e->req)
+		return;
+	off = ext.len > 9 && !memcmp(ext.ptr, "chatcmpl-", 9) ? 9 :
+	      ext.len > 5 && !memcmp(ext.ptr, "cmpl-", 5)     ? 5 :
+								0;
+	if (!off)
+		return;
+	for (pass = 0; pass < 2; pass++) {
+		struct rt_req *r;
+
+		len = ext.len - off;
+		if (pass) { /* less a prompt index */
+			for (k = len;
+			     k > 0 && ext.ptr[off + k - 1] >= '0' && ext.ptr[off + k - 1] <= '9';
+			     k--)
+				;
+			if (k == len || k < 2 ||
+			    (ext.ptr[off + k - 1] != '-' && ext.ptr[off + k - 1] != '_'))
+				return;
+			len = k - 1;
+		}
+		memcpy(h, ext.ptr + off, len);
+		h[len] = '\0';
+		r = rt_req_by_id(c, h);
+		if (r && r->id_from_header && r->pid == e->api_pid && !r->ended &&
+		    rt_vllm_id_match_header(ext, h, len, NULL) != RT_VLLM_ID_NO_MATCH) {
+			join_one(c, r, e, RT_ENGINE_JOIN_HEADER);
+			return;
+		}
+	}
+}
+
+static struct rt_req *joined_req(struct rt_correlator *c, const struct ereq *e)
+{
+	struct rt_req *r = e->req ? rt_req_get(c, e->req) : NULL;
+
+	return r && !r->ended ? r : NULL;
 }
 
 static struct ereq *joined(struct rt_correlator *c, const struct rt_req *r, uint32_t i)
@@ -502,6 +788,8 @@ void rt_vllm_end(struct rt_correlator *c, struct rt_req *r)
 			r->span.flags |= RT_SPAN_INCOMPLETE; /* evicted from the full table */
 			continue;
 		}
+		settle_member(c, e);
+		exec_charge(c, r, e);
 		if (!g->requests++) {
 			uint32_t len = e->id_len < sizeof(g->id) - 1 ? e->id_len :
 								       (uint32_t)sizeof(g->id) - 1;

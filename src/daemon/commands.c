@@ -656,6 +656,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	key_u64(&w, "vllm_joined", cs.vllm_joined);
 	key_u64(&w, "vllm_dropped", cs.vllm_dropped);
 	key_u64(&w, "vllm_unknown", cs.vllm_unknown);
+	key_u64(&w, "vllm_exec_dropped", cs.vllm_exec_dropped);
 	rt_jsonw_key(&w, "not_run_ms");
 	rt_jsonw_ms(&w, (int64_t)cs.not_run_ns);
 	rt_jsonw_key(&w, "unattributed_cpu_ms");

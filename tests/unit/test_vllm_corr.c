@@ -20,7 +20,12 @@
  *   a request of another stream is not;
  * - a completions request with two prompts: both engine requests join it;
  * - the table's bound: the oldest unjoined entry goes, counted;
- * - an unknown message shape is counted and ignored.
+ * - an unknown message shape is counted and ignored;
+ * - the tokenizer executor's burst, woken by an event loop that owns two
+ *   requests, goes to the ADDs sent after it by prompt tokens; a libzmq
+ *   I/O thread's is not held; a hold no ADD follows in time is dropped;
+ * - the event loop's burst that sent one request's ADD is that request's
+ *   alone, not split among every request the loop holds I/O for.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +43,8 @@
 
 #define API 100
 #define LOOP 100 /* the API server's event-loop thread */
+#define EXEC 101 /* the API server's tokenizer executor */
+#define ZMQIO 102 /* the API server's libzmq I/O thread */
 #define ENG 200
 #define ENG_IN 202
 #define ENG_OUT 203
@@ -51,6 +58,7 @@
 #define AT(ms) (T0 + (uint64_t)((ms) * (double)MS + 0.5))
 
 static struct rt_correlator *c;
+static uint8_t n_prompt = 3; /* prompt tokens of the next ADD (< 16) */
 static struct rt_span spans[8];
 static int n_spans;
 
@@ -87,6 +95,7 @@ static int setup(void **state)
 
 	(void)state;
 	n_spans = 0;
+	n_prompt = 3;
 	c = rt_correlator__new(&o);
 	assert_non_null(c);
 	target(API);
@@ -197,14 +206,15 @@ static void mp_f64(struct mp *m, double v)
 /* EngineCoreRequest with every field (msgspec's array_like form) */
 static void mp_add(struct mp *m, const char *id, const char *ext)
 {
+	uint8_t i;
+
 	mp_byte(m, 0xdc); /* array 16 */
 	mp_byte(m, 0);
 	mp_byte(m, 16);
 	mp_str(m, id); /* 0 request_id */
-	mp_byte(m, 0x93); /* 1 prompt_token_ids [1, 2, 3] */
-	mp_byte(m, 1);
-	mp_byte(m, 2);
-	mp_byte(m, 3);
+	mp_byte(m, (uint8_t)(0x90 | n_prompt)); /* 1 prompt_token_ids [1, 2, 3…] */
+	for (i = 1; i <= n_prompt; i++)
+		mp_byte(m, i);
 	mp_byte(m, 0xc0); /* 2 mm_features */
 	mp_byte(m, 0x80); /* 3 sampling_params {} */
 	mp_byte(m, 0xc0); /* 4 pooling_params */
@@ -554,6 +564,156 @@ static void test_unknown_shape(void **state)
 	assert_int_equal(st.vllm_requests, 0);
 }
 
+/* ---- the scheduler ---- */
+
+static void sw(uint64_t ts, uint32_t cpu, uint32_t prev, const char *prev_comm, uint32_t next,
+	       const char *next_comm)
+{
+	struct rt_ev_sched_switch e = { 0 };
+
+	hdr(&e.hdr, RT_EV_SCHED_SWITCH, sizeof(e), ts, prev ? API : 0, prev);
+	e.cpu = cpu;
+	e.prev_pid = prev ? API : 0;
+	e.prev_tid = prev;
+	e.next_pid = next ? API : 0;
+	e.next_tid = next;
+	e.prev_state = RT_TASK_BLOCKED;
+	snprintf(e.prev_comm, sizeof(e.prev_comm), "%s", prev_comm);
+	snprintf(e.next_comm, sizeof(e.next_comm), "%s", next_comm);
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+static void wake(uint64_t ts, uint32_t waker, uint32_t target)
+{
+	struct rt_ev_sched_waking e = { 0 };
+
+	hdr(&e.hdr, RT_EV_SCHED_WAKING, sizeof(e), ts, API, waker);
+	e.target_pid = API;
+	e.target_tid = target;
+	rt_correlator__event(c, &e.hdr, false);
+}
+
+/* A thread of the API server woken by the event loop runs [from, to] on CPU 1. */
+static void burst(uint32_t tid, const char *comm, uint64_t from, uint64_t to)
+{
+	wake(from - 10 * US, LOOP, tid);
+	sw(from, 1, 0, "", tid, comm);
+	sw(to, 1, tid, comm, 0, "");
+}
+
+static const struct rt_span_thread *thread_of(const struct rt_span *s, uint32_t tid)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->cpu.n_threads; i++)
+		if (s->cpu.threads[i].tid == tid)
+			return &s->cpu.threads[i];
+	return NULL;
+}
+
+static void json_response(uint64_t ts, int fd)
+{
+	const char *body = "{\"choices\":[]}";
+	char buf[256];
+
+	snprintf(buf, sizeof(buf),
+		 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+		 "%zu\r\n\r\n%s",
+		 strlen(body), body);
+	sock(RT_EV_SOCK_SEND, ts, fd, buf);
+}
+
+/* Two requests tokenized in one micro-batch after the loop read both. */
+static void test_exec_split(void **state)
+{
+	const struct rt_span_thread *a, *b;
+	struct rt_correlator_stats st;
+
+	(void)state;
+	/* an earlier ADD made the process an API server (the first batch's is not known) */
+	add(AT(0.2), AT(0.3), "cmpl-warm-0-33333333", "cmpl-warm-0");
+	sw(AT(0.5), 0, 0, "", LOOP, "python3");
+	request(AT(1), 7, "/v1/chat/completions", "a");
+	request(AT(1.1), 8, "/v1/completions", "b");
+	/* the loop owns two requests: rule 3 hands the executor neither */
+	burst(EXEC, "python3", AT(1.3), AT(5.3));
+	/* libzmq's I/O thread, woken by the loop too: not the executor */
+	burst(ZMQIO, "ZMQbg/IO/0", AT(5.4), AT(5.9));
+	n_prompt = 1;
+	add(AT(6), AT(6.2), "chatcmpl-a-11111111", "chatcmpl-a");
+	n_prompt = 3;
+	add(AT(6.1), AT(6.3), "cmpl-b-0-22222222", "cmpl-b-0");
+	output(AT(8), AT(8.1), "chatcmpl-a-11111111", 1, 1, 0, 0);
+	output(AT(8), AT(8.2), "cmpl-b-0-22222222", 1, 1, 0, 0);
+	json_response(AT(9), 7);
+	json_response(AT(9.1), 8);
+	rt_correlator__finish(c);
+	assert_int_equal(n_spans, 2);
+	a = thread_of(span_of("/v1/chat/completions"), EXEC);
+	b = thread_of(span_of("/v1/completions"), EXEC);
+	assert_non_null(a);
+	assert_non_null(b);
+	/* 4 ms split 1:3 by prompt tokens */
+	assert_int_equal(a->on_cpu_ns, 1 * MS);
+	assert_int_equal(b->on_cpu_ns, 3 * MS);
+	assert_true(a->shared && b->shared);
+	assert_null(thread_of(span_of("/v1/chat/completions"), ZMQIO));
+	assert_null(thread_of(span_of("/v1/completions"), ZMQIO));
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.vllm_exec_dropped, 0);
+}
+
+/* An executor burst no ADD follows within 100 ms is nobody's, counted. */
+static void test_exec_stale(void **state)
+{
+	struct rt_correlator_stats st;
+
+	(void)state;
+	/* an earlier ADD made the process an API server (the first batch's is not known) */
+	add(AT(0.2), AT(0.3), "cmpl-warm-0-33333333", "cmpl-warm-0");
+	sw(AT(0.5), 0, 0, "", LOOP, "python3");
+	request(AT(1), 7, "/v1/chat/completions", "a");
+	request(AT(1.1), 8, "/v1/completions", "b");
+	burst(EXEC, "python3", AT(1.3), AT(2.3));
+	add(AT(200), AT(200.2), "chatcmpl-a-11111111", "chatcmpl-a");
+	output(AT(208), AT(208.1), "chatcmpl-a-11111111", 1, 1, 0, 0);
+	json_response(AT(209), 7);
+	rt_correlator__finish(c);
+	assert_null(thread_of(span_of("/v1/chat/completions"), EXEC));
+	rt_correlator__stats(c, &st);
+	assert_int_equal(st.vllm_exec_dropped, 1);
+}
+
+/* The loop reads a and b in one burst, sends a's ADD alone in the next. */
+static void test_loop_burst_owned(void **state)
+{
+	const struct rt_span_thread *a, *b;
+
+	(void)state;
+	sw(AT(0.5), 0, 0, "", LOOP, "python3");
+	request(AT(1), 7, "/v1/chat/completions", "a");
+	request(AT(1.1), 8, "/v1/completions", "b");
+	sw(AT(1.5), 0, LOOP, "python3", 0, ""); /* 1 ms, rule 2: a and b */
+	sw(AT(2), 0, 0, "", LOOP, "python3");
+	add(AT(2.2), AT(2.4), "chatcmpl-a-11111111", "chatcmpl-a");
+	sw(AT(3), 0, LOOP, "python3", 0, ""); /* 1 ms: a's ADD, a's alone */
+	output(AT(8), AT(8.1), "chatcmpl-a-11111111", 1, 1, 0, 0);
+	sw(AT(8.9), 0, 0, "", LOOP, "python3");
+	json_response(AT(9), 7);
+	add(AT(9.05), AT(9.2), "cmpl-b-0-22222222", "cmpl-b-0");
+	json_response(AT(9.1), 8);
+	/* a's write ends a at 9 (the 0.1 ms before, a's alone), b's at 9.1 (b's) */
+	sw(AT(9.5), 0, LOOP, "python3", 0, "");
+	rt_correlator__finish(c);
+	assert_int_equal(n_spans, 2);
+	a = thread_of(span_of("/v1/chat/completions"), LOOP);
+	b = thread_of(span_of("/v1/completions"), LOOP);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->on_cpu_ns, 500 * US + 1 * MS + 100 * US);
+	assert_int_equal(b->on_cpu_ns, 500 * US + 100 * US);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +723,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_prompts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_shape, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loop_burst_owned, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -47,10 +47,13 @@ def merge(lines):
             r["http_id"] = d["http_id"]
         if d["ev"] == "tokenize_end":
             r["tokenize_cpu_ns"] += d.get("cpu_ns", 0)
+            r["exec_cpu_ns"] = r.get("exec_cpu_ns", 0) + d.get("exec_cpu_ns", 0)
             r["tokenize_batch"] = d.get("batch")
             r["tokenize_tid"] = d.get("tid")
         if d["ev"] == "sse_write":
             r["sse_cpu_ns"] = r.get("sse_cpu_ns", 0) + d.get("cpu_ns", 0)
+        if d["ev"] in ("loop_cpu", "batch_loop_cpu", "out_loop_cpu"):
+            r[d["ev"] + "_ns"] = r.get(d["ev"] + "_ns", 0) + d.get("cpu_ns", 0)
         if d["ev"] == "detok":
             r["detok_cpu_ns"] += d.get("cpu_ns", 0)
     return out

@@ -18,6 +18,11 @@ With the vLLM pack (docs/spans.md, "vLLM"), also asserted at moderate load:
 every span's tokenize, queue, prefill and decode from pack and its
 engine.stream_ms within 2 ms or 3% of the server's truth, engine.outputs
 equal to the truth's (printed at concurrency 16).
+CPU per request (README.md, "CPU per request"): then a second server with
+--meter-loop (its truth has the event loop's CPU per request) under three
+loads; the error distributions of the event loop's and the tokenizer
+executor's CPU per span against that truth are printed, and the medians
+that met 10% in every run so far (CPU_ASSERTED) are asserted.
 
 usage: vllm_zero_code.py [--fixture DIR]
 --fixture DIR: a short run (8 requests) recorded for replay tests: writes
@@ -171,12 +176,15 @@ def dist(v):
                                                   v[min(len(v) - 1, (9 * len(v)) // 10)], v[-1])
 
 
-def baseline(one, tlog, api_pid, groups):
-    """Today's zero-code numbers against the server's truth, per load, printed
-    (the 'Done when' baseline; nothing asserted)."""
+def cpu_vs_truth(one, tlog, api_pid, groups):
+    """CPU per request against the server's truth, per load: the error
+    distribution (%) of the tokenizer executor's and the event loop's thread
+    CPU in the span. Returns {load: {what: median}} for the caller to assert
+    on what meets the bound; the rest is printed."""
     by_http = {r.get("http_id"): r for r in tlog.values()}
+    medians = {}
     for name, ids in groups:
-        tok_err, loop_ratio, pre_err, dec_err, eng = [], [], [], [], []
+        tok_err, exec_err, loop_err, loop_ratio, pre_err, dec_err, eng = ([] for _ in range(7))
         for i in ids:
             s, r = one.get(i), by_http.get(i)
             if not s or not r:
@@ -187,9 +195,16 @@ def baseline(one, tlog, api_pid, groups):
             tcpu = r["tokenize_cpu_ns"] / 1e6
             if ex_tid is not None and tcpu > 0:
                 tok_err.append(100.0 * (th.get(ex_tid, 0.0) - tcpu) / tcpu)
+            xcpu = r.get("exec_cpu_ns", 0) / 1e6
+            if ex_tid is not None and xcpu > 0:
+                exec_err.append(100.0 * (th.get(ex_tid, 0.0) - xcpu) / xcpu)
             known = (r["detok_cpu_ns"] + r.get("sse_cpu_ns", 0)) / 1e6
             if known > 0:
                 loop_ratio.append(th.get(api_pid, 0.0) / known)
+            lcpu = (r.get("loop_cpu_ns", 0) + r.get("batch_loop_cpu_ns", 0) +
+                    r.get("out_loop_cpu_ns", 0) + r["detok_cpu_ns"]) / 1e6
+            if r.get("loop_cpu_ns") and lcpu > 0:
+                loop_err.append(100.0 * (th.get(api_pid, 0.0) - lcpu) / lcpu)
             pre_t = (e["sse_write"][0] - e["http_first_byte"][0]) / 1e6
             if s["phases"].get("pre_first_token_ms") is not None:
                 pre_err.append(s["phases"]["pre_first_token_ms"] - pre_t)
@@ -197,14 +212,22 @@ def baseline(one, tlog, api_pid, groups):
             if s["phases"].get("decode_ms") is not None:
                 dec_err.append(s["phases"]["decode_ms"] - dec_t)
             eng.append(sum(v for t, v in th.items() if t not in (api_pid, ex_tid)))
-        log("baseline %s: tokenizer-executor CPU error %% (span thread vs truth share): %s"
-            % (name, dist(tok_err)))
-        log("baseline %s: event-loop CPU in span / truth detok+SSE CPU: %s" % (name, dist(loop_ratio)))
-        log("baseline %s: pre_first_token - truth(first SSE write - request line) ms: %s"
+        log("cpu %s: tokenizer-executor CPU error %% (span thread vs truth: the batch run's "
+            "CPU split by own work): %s" % (name, dist(tok_err)))
+        log("cpu %s: tokenizer-executor CPU error %% (span thread vs truth: the thread's whole "
+            "CPU per batch, split by own work): %s" % (name, dist(exec_err)))
+        log("cpu %s: event-loop CPU error %% (span thread vs truth: its tasks' steps for the "
+            "request, its share of the batcher's and the output handler's, detokenize): %s" % (name, dist(loop_err)))
+        log("cpu %s: event-loop CPU in span / truth detok+SSE CPU: %s" % (name, dist(loop_ratio)))
+        log("cpu %s: pre_first_token - truth(first SSE write - request line) ms: %s"
             % (name, dist(pre_err)))
-        log("baseline %s: decode - truth(last - first SSE write) ms: %s" % (name, dist(dec_err)))
-        log("baseline %s: CPU of other threads (engine, libzmq) in the span ms: %s"
+        log("cpu %s: decode - truth(last - first SSE write) ms: %s" % (name, dist(dec_err)))
+        log("cpu %s: CPU of other threads (engine, libzmq) in the span ms: %s"
             % (name, dist(eng)))
+        med = lambda v: sorted(v)[len(v) // 2] if v else None  # noqa: E731
+        medians[name] = {"executor": med(tok_err), "executor_whole": med(exec_err),
+                         "loop": med(loop_err)}
+    return medians
 
 
 
@@ -327,6 +350,67 @@ def write_fixture(fdir, tpath, comp, chat, one, by_http):
                         if d["rid"] not in warm))
 
 
+def start_server(tpath, *extra):
+    srv = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "vserver.py"), "--port", "0",
+                            "--truth", tpath, "--log-stats", "--force-include-usage"] +
+                           list(extra), stdout=subprocess.PIPE, text=True)
+    port = int(srv.stdout.readline().strip().rsplit(":", 1)[1])
+    engine = int(srv.stdout.readline().split()[2])
+    return srv, port, engine
+
+
+# CPU per request whose median error against the truth is asserted within
+# 10%: what met it in every run on the 2-core CI machine (README.md, "CPU per
+# request"); the rest is printed
+CPU_ASSERTED = (("sequential", "loop"), ("concurrent x16", "loop"))
+
+
+def loop_cpu_run():
+    """A second server, --meter-loop: its truth has the event loop's CPU per
+    request. Metering the loop changes its timing, and with it the joins
+    come out short now and then (README.md), so only CPU is looked at here,
+    over the joined spans: the event loop's and the tokenizer executor's
+    CPU per span against the truth, at three loads."""
+    d = tempfile.mkdtemp(prefix="rt-vllm-cpu-")
+    tpath = os.path.join(d, "truth.jsonl")
+    srv, port, _ = start_server(tpath, "--meter-loop")
+    log("cpu run: server with --meter-loop, api pid %d" % srv.pid)
+    chat_load(port, ["cwarmup"], 1)
+    daemon = lc.Daemon(["--pid", str(srv.pid)])
+    try:
+        groups = []
+        for name, conc, n, pre in (("sequential", 1, 8, "cseq-"), ("concurrent x4", 4, 16, "cpar-"),
+                                   ("concurrent x16", 16, 48, "chigh-")):
+            got, r = lc.run_load(port, "--concurrency", conc, "--requests", n, "--stream",
+                                 "--max-tokens", MAX_TOKENS, "--prompt-chars", 200,
+                                 "--id-prefix", pre)
+            check(r.returncode == 0 and all(x["ok"] for x in got),
+                  "cpu run %s: every request answered" % name)
+            groups.append((name, [x["request_id"] for x in got]))
+        ids = {i for _, g in groups for i in g}
+        spans = daemon.wait_spans(0, ids=ids)
+        one = {s["request_id"]: s for s in spans if s["request_id"] in ids}
+        joined = {i: s for i, s in one.items() if s.get("engine")}
+        log("cpu run: %d of %d spans joined their engine request (status %s)" % (
+            len(joined), len(ids), json.dumps({k: v for k, v in daemon.status()["correlator"].items()
+                                               if k.startswith("vllm")})))
+        srv.terminate()
+        srv.wait(10)
+        med = cpu_vs_truth(joined, tr.merge(tr.read(tpath)), srv.pid, groups)
+        for name, what in CPU_ASSERTED:
+            m = med[name][what]
+            check(m is not None and abs(m) <= 10.0, "cpu run %s: %s CPU per span, median error "
+                  "against the truth within 10%% (%s)" % (name, what, m))
+        log("info: cpu run medians (%%): %s" % json.dumps(
+            {k: {w: (round(x, 1) if x is not None else None) for w, x in v.items()}
+             for k, v in med.items()}))
+    finally:
+        if srv.poll() is None:
+            srv.terminate()
+            srv.wait(10)
+        daemon.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fixture", default="")
@@ -336,11 +420,7 @@ def main():
     tpath = os.path.join(d, "truth.jsonl")
     if os.path.exists(tpath):
         os.unlink(tpath)
-    srv = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "vserver.py"), "--port", "0",
-                            "--truth", tpath, "--log-stats", "--force-include-usage"],
-                           stdout=subprocess.PIPE, text=True)
-    port = int(srv.stdout.readline().strip().rsplit(":", 1)[1])
-    engine = int(srv.stdout.readline().split()[2])
+    srv, port, engine = start_server(tpath)
     log("server: api pid %d, engine pid %d, port %d" % (srv.pid, engine, port))
     args = ["--pid", str(srv.pid)]
     if a.fixture:
@@ -421,7 +501,7 @@ def main():
         pack_vs_truth(dict(one, **high_spans), tr.read(tpath),
                       moderate + [("concurrent x16", sorted(hids))],
                       ("sequential", "concurrent x3-4"))
-        baseline(dict(one, **high_spans), tlog, srv.pid,
+        cpu_vs_truth(dict(one, **high_spans), tlog, srv.pid,
                  [("sequential", [x["id"] for x in seq] + ["vchat-%d" % i for i in range(n_chat)]),
                   ("concurrent x3-4", [x["id"] for x in par] +
                    ["vchatp-%d" % i for i in range(n_chatp)]),
@@ -464,6 +544,8 @@ def main():
             srv.terminate()
             srv.wait(10)
         daemon.stop()
+    if not a.fixture:
+        loop_cpu_run()
     lc.finish()
 
 

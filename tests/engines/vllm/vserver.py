@@ -22,7 +22,7 @@ usage: vserver.py --port N [--truth FILE] [--log-stats] [--tok-rounds R]
        [--detok-rounds R] [--step-us U] [--token-us U] [--gpu-us U]
        [--gpu-token-us U] [--max-num-seqs S]
        [--max-batched-tokens T] [--force-include-usage] [--omit-trailing-defaults]
-       [--die-after-steps N]
+       [--die-after-steps N] [--meter-loop]
 Prints "listening on 127.0.0.1:PORT" and "engine pid N" when ready.
 """
 
@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import uuid
 
 import zmq
@@ -93,16 +94,19 @@ class MicrobatchTokenizer:
         self.q = asyncio.Queue()
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self.task = None
+        self.c_prev = None  # the executor thread's CPU clock when the last batch was logged
 
     async def encode(self, rid, text):
         if self.task is None:
-            self.task = asyncio.get_running_loop().create_task(self.batcher())
+            self.meter = Meter()
+            self.task = asyncio.get_running_loop().create_task(self.meter.wrap(self.batcher()))
         fut = asyncio.get_running_loop().create_future()
         self.q.put_nowait((rid, text, fut))
         return await fut
 
     async def batcher(self):
         loop = asyncio.get_running_loop()
+        m0 = self.meter.now()
         while True:
             batch = [await self.q.get()]
             deadline = loop.time() + BATCH_WAIT_S
@@ -118,6 +122,10 @@ class MicrobatchTokenizer:
             for (_, _, fut), ids in zip(batch, res):
                 if not fut.done():
                     fut.set_result(ids)
+            # the event loop's batching work since the last batch, split among its members
+            cpu, m0 = self.meter.now() - m0, self.meter.now()
+            for rid, _, _ in batch if Meter.on else ():
+                self.tl.ev(rid, "batch_loop_cpu", time.monotonic_ns(), cpu_ns=cpu // len(batch))
 
     def run(self, items):
         """On the executor thread: the batch's thread CPU is split among its
@@ -132,12 +140,101 @@ class MicrobatchTokenizer:
         b1, c1 = time.monotonic_ns(), time.thread_time_ns()
         total = sum(own)
         members = [rid for rid, _ in items]
+        # the thread's whole CPU since the last batch was logged: that batch's
+        # logging and result hand-back, this batch's wakeup and run (exec_cpu_ns)
+        whole = c1 - (self.c_prev if self.c_prev is not None else c0)
+        extra = {"exec_cpu_ns": None} if Meter.on else {}
         for (rid, _), w in zip(items, own):
+            if extra:
+                extra["exec_cpu_ns"] = whole * w // total
             self.tl.ev(rid, "tokenize_start", b0, tid=tid)
             self.tl.ev(rid, "tokenize_end", b1, tid=tid, cpu_ns=(c1 - c0) * w // total,
                        own_cpu_ns=w, batch=len(items), batch_cpu_ns=c1 - c0,
-                       members=members if len(members) <= MAX_BATCH else None)
+                       members=members if len(members) <= MAX_BATCH else None, **extra)
+        if extra:
+            self.c_prev = time.thread_time_ns()
         return res
+
+
+class LoopAcct:
+    """The event loop's CPU outside the metered task steps (selecting,
+    reader callbacks: the sockets' reads, pyzmq's event handling, the
+    executor's wake-up) goes to the meters whose steps ran next: from one
+    iteration with metered steps to the next, the loop's unmetered CPU is
+    split among that iteration's meters by their step CPU. An iteration's
+    callbacks only make tasks ready for the next one, so what a read cost
+    lands on the step that consumes it."""
+
+    def __init__(self):
+        self.pending, self.ran = 0, {}
+
+    def install(self, loop):
+        orig = loop._run_once
+
+        def run_once():
+            c0 = time.thread_time_ns()
+            orig()
+            d = time.thread_time_ns() - c0
+            stepped = sum(self.ran.values())
+            self.pending += d - stepped
+            if stepped > 0:
+                for m, c in self.ran.items():
+                    m.total += self.pending * c // stepped
+                self.pending, self.ran = 0, {}
+        loop._run_once = run_once
+
+
+ACCT = LoopAcct()
+
+
+class Meter:
+    """The thread CPU of the coroutine steps it drives (the event loop's work
+    for one connection: HTTP parsing, the handler, the ADD send, SSE writes),
+    plus its share of the loop's unmetered CPU (LoopAcct). Off unless
+    --meter-loop: then wrap() returns the coroutine itself and now() is 0."""
+
+    on = False
+
+    def __init__(self):
+        self.total, self.c0 = 0, None
+
+    def now(self):
+        if not Meter.on:
+            return 0
+        return self.total + (time.thread_time_ns() - self.c0 if self.c0 is not None else 0)
+
+    def _stop(self):
+        d = time.thread_time_ns() - self.c0
+        self.total += d
+        ACCT.ran[self] = ACCT.ran.get(self, 0) + d
+        self.c0 = None
+
+    @types.coroutine
+    def _drive(self, coro):
+        send, exc = None, None
+        while True:
+            self.c0 = time.thread_time_ns()
+            try:
+                fut = coro.throw(exc) if exc is not None else coro.send(send)
+            except StopIteration as e:
+                self._stop()
+                return e.value
+            except BaseException:
+                self._stop()
+                raise
+            self._stop()
+            try:
+                send, exc = (yield fut), None
+            except BaseException as e:  # cancellation goes into the coroutine
+                send, exc = None, e
+
+    async def _run(self, coro):
+        return await self._drive(coro)
+
+    def wrap(self, coro):
+        """The coroutine metered, or itself when metering is off (the
+        server's tasks then are exactly what they are without a meter)."""
+        return self._run(coro) if Meter.on else coro
 
 
 class ReqState:
@@ -202,8 +299,13 @@ class ApiServer:
         assert ident == self.identity and empty == b""
 
     # ---- engine outputs (the output-handler task, event-loop thread) ----
-    async def output_handler(self):
+    def output_handler(self):
+        meter = Meter()
+        return meter.wrap(self.outputs(meter))
+
+    async def outputs(self, meter):
         tid = threading.get_native_id()
+        k0 = meter.now()
         while True:
             frames = await self.output.recv_multipart(copy=False)
             t_recv = time.monotonic_ns()
@@ -214,6 +316,7 @@ class ApiServer:
                 continue
             outs = vmsg.decode_outputs(frames[0].buffer)
             n = len(outs["outputs"])
+            mine = []
             for o in outs["outputs"]:
                 st = self.reqs.get(o["request_id"])
                 if st is None:
@@ -229,6 +332,13 @@ class ApiServer:
                 st.q.put_nowait((st, text, fin, len(o["new_token_ids"])))
                 if fin is not None:
                     self.reqs.pop(st.rid, None)
+                mine.append((st.rid, c1 - c0))
+            # the loop's work on this message (receive, decode, hand-out) but
+            # detokenize, logged apart: split among the outputs it carried
+            cpu, k0 = meter.now() - k0, meter.now()
+            rest = cpu - sum(d for _, d in mine)
+            for rid, _ in mine if Meter.on else ():
+                self.tl.ev(rid, "out_loop_cpu", time.monotonic_ns(), cpu_ns=rest // len(mine))
 
     async def send_add(self, rid, external, ids, max_tokens, stream, temperature):
         req = {"request_id": rid, "prompt_token_ids": ids, "mm_features": None,
@@ -249,7 +359,11 @@ class ApiServer:
                                             copy=False)
 
     # ---- HTTP ----
-    async def handle_conn(self, reader, writer):
+    def handle_conn(self, reader, writer):
+        meter = Meter()
+        return meter.wrap(self.conn(reader, writer, meter))
+
+    async def conn(self, reader, writer, meter):
         # the loop's read of each chunk, stamped in the same loop iteration as
         # its recv() (the protocol's data_received): the tracer's "received" is
         # that read's return, while the coroutine below resumes only when the
@@ -264,6 +378,7 @@ class ApiServer:
         proto.data_received = stamped
         try:
             while True:
+                m0 = meter.now()
                 line = await reader.readline()
                 if not line:
                     return
@@ -284,7 +399,7 @@ class ApiServer:
                     await self.respond(writer, 404, {"error": "not found"}, keep)
                 else:
                     await self.serve(writer, path, headers, json.loads(body), t_first, t_recv,
-                                     keep, t_read)
+                                     keep, meter, m0, t_read)
                 if not keep:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -300,7 +415,8 @@ class ApiServer:
                       ).encode() + body)
         await writer.drain()
 
-    async def serve(self, writer, path, headers, body, t_first, t_recv, keep, t_read=None):
+    async def serve(self, writer, path, headers, body, t_first, t_recv, keep, meter, m0,
+                    t_read=None):
         chat = path.endswith("chat/completions")
         base = headers.get("x-request-id") or random_uuid()
         stream = bool(body.get("stream"))
@@ -347,7 +463,7 @@ class ApiServer:
                 await self.send_add(st.rid, external, ids, max_tokens, stream,
                                     body.get("temperature"))
 
-        await asyncio.gather(*(one(g, t, e, p)
+        await asyncio.gather(*(meter.wrap(one(g, t, e, p))
                                for g, t, e, p in zip(groups, prompts, externals, parents)))
         left = len(states)
         obj = "chat.completion.chunk" if chat else "text_completion"
@@ -408,6 +524,10 @@ class ApiServer:
                 t_last = t_end = time.monotonic_ns()
             for st in states:
                 self.tl.ev(st.rid, "end", t_end, start=t_last)
+            # the loop's work for this request, its output handling (detok) apart
+            cpu = meter.now() - m0
+            for st in states if Meter.on else ():
+                self.tl.ev(st.rid, "loop_cpu", time.monotonic_ns(), cpu_ns=cpu // len(states))
         except ConnectionError:
             alive = [s.rid for s in states if s.rid in self.reqs]
             for rid in alive:
@@ -429,6 +549,9 @@ class ApiServer:
             self.tl.ev(rid, "sse_write", t, start=t0, cpu_ns=time.thread_time_ns() - c0)
 
     async def main(self):
+        if self.a.meter_loop:
+            Meter.on = True
+            ACCT.install(asyncio.get_running_loop())
         self.tok = MicrobatchTokenizer(self.tl, self.a.tok_rounds)
         await self.wait_engine_identity()
         asyncio.get_running_loop().create_task(self.output_handler())
@@ -456,6 +579,9 @@ def parse(argv):
     p.add_argument("--max-batched-tokens", type=int, default=256)
     p.add_argument("--force-include-usage", action="store_true")
     p.add_argument("--omit-trailing-defaults", action="store_true")
+    # the event loop's CPU per request in the truth (loop_cpu, batch_loop_cpu,
+    # out_loop_cpu): it changes the loop's timing (README.md, "CPU per request")
+    p.add_argument("--meter-loop", action="store_true")
     p.add_argument("--die-after-steps", type=int, default=0)
     p.add_argument("--handshake", default="")
     p.add_argument("--input-addr", default="")

@@ -81,6 +81,10 @@ struct rt_correlator_stats {
 	 * to an HTTP request, dropped from the full table (max_vllm_requests)
 	 * or gone unjoined, and messages of an unknown shape (ignored) */
 	uint64_t vllm_requests, vllm_joined, vllm_dropped, vllm_unknown;
+	/* vLLM API-server helper-thread bursts (the tokenizer executor) held
+	 * for the ADDs they precede and dropped: no ADD came in time, or more
+	 * members than a hold keeps */
+	uint64_t vllm_exec_dropped;
 };
 
 struct rt_correlator *rt_correlator__new(const struct rt_correlator_opts *opts);
