@@ -95,7 +95,8 @@ static int reserve(struct stream *s, size_t need)
 	size_t cap = s->cap ? s->cap : 4096;
 	uint8_t *p;
 
-	if (need <= s->cap)
+	/* a buffer even for an empty first frame: frames point into it */
+	if (s->buf && need <= s->cap)
 		return 0;
 	while (cap < need)
 		cap *= 2;

@@ -145,6 +145,18 @@ static void test_messages(void **state)
 	assert_int_equal(st.desyncs, 0);
 }
 
+/* A stream's first message is an empty frame (an engine's hello): no buffer yet. */
+static void test_empty_first_frame(void **state)
+{
+	(void)state;
+	frame(0, false, 0);
+	frame(3, false, 0x40);
+	assert_int_equal(got.n, 2);
+	assert_int_equal(got.msg[0].n_frames, 1);
+	assert_frame(0, 0, 0, 0);
+	assert_frame(1, 0, 3, 0x40);
+}
+
 /* A chunk lost inside a frame: that message is gone, the next one is whole. */
 static void test_gap_in_frame(void **state)
 {
@@ -260,6 +272,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_messages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_first_frame, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gap_in_frame, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_incomplete_last_frame, setup, teardown),
