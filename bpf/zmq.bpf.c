@@ -10,10 +10,10 @@
  * attempt that returns EAGAIN is no frame). zmq_msg_send re-initialises
  * the message on success, so its zmq_msg_t is read at entry and kept per
  * thread: an inline (VSM) frame's bytes travel in that copy, a larger
- * frame's data pointer is read back at return. zmq_msg_recv fills the
- * message, so it is read at return. Like the marker uprobes, one attachment
- * per library file covers every process mapping it; the tgid filter keeps
- * untraced ones out.
+ * frame's bytes are copied at entry into the thread's task storage.
+ * zmq_msg_recv fills the message, so it is read at return. Like the
+ * marker uprobes, one attachment per library file covers every process
+ * mapping it; the tgid filter keeps untraced ones out.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -40,6 +40,28 @@ struct zmq_call {
 	__u64 data; /* send, LMSG/ZCLMSG/CMSG: the data pointer at entry */
 	__u64 size;
 };
+
+/*
+ * A send's bytes, copied at entry. At zmq_msg_send's return the message
+ * belongs to libzmq: its I/O thread may already have written and freed a
+ * large frame's content, and the allocator reused it (seen as a vLLM ADD
+ * whose request id read "cmpl-v@" under load). Task storage: one buffer
+ * per sending thread, made on its first send of a large frame and freed
+ * with the thread.
+ */
+struct zmq_send_copy {
+	__u64 enter_ns; /* the call the bytes belong to */
+	__u32 fault; /* bit i: chunk i could not be read */
+	__u32 pad;
+	__u8 data[RT_ZMQ_CAP_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct zmq_send_copy);
+} zmq_send_copies SEC(".maps");
 
 /* Calls in progress, by thread. LRU: a thread that dies mid-call does not leak its slot. */
 struct {
@@ -82,6 +104,7 @@ static __always_inline void zcount(__u32 slot, __u64 n)
 /* Where a message's bytes are: inline in `raw` (VSM) or behind a user pointer. */
 struct frame_src {
 	__u64 data; /* user pointer; 0 with inline */
+	struct zmq_send_copy *copy; /* a send's bytes as copied at entry, else NULL */
 	__u64 size;
 	__u8 type;
 	__u8 mflags; /* the msg_t flags byte */
@@ -94,6 +117,7 @@ static __always_inline void locate(const __u8 *raw, struct frame_src *f)
 	__u64 ptr = *(const __u64 *)&raw[RT_ZMSG_PTR];
 	__u64 pair[2] = { 0, 0 };
 
+	f->copy = NULL;
 	f->type = raw[RT_ZMSG_TYPE];
 	f->mflags = raw[RT_ZMSG_FLAGS];
 	f->known = true;
@@ -168,6 +192,17 @@ static __always_inline void emit(struct zmq_call *c, const __u8 *raw, const stru
 				n = RT_ZMSG_VSM_MAX;
 			barrier_var(n);
 			bpf_probe_read_kernel(s->data, n, &raw[RT_ZMSG_VSM_DATA]);
+		} else if (n && f->copy) {
+			if (f->copy->fault & (1u << i)) {
+				ZEV(s)->flags |= RT_ZMQ_FAULT;
+				zcount(RT_ZMQ_CNT_FAULT, 1);
+			} else {
+				bpf_probe_read_kernel(s->data, n, &f->copy->data[off]);
+			}
+		} else if (n && f->data && !f->inline_ && c->dir == RT_ZMQ_SEND) {
+			/* the send's copy was not kept: its bytes are gone, never read late */
+			ZEV(s)->flags |= RT_ZMQ_FAULT;
+			zcount(RT_ZMQ_CNT_FAULT, 1);
 		} else if (n && bpf_probe_read_user(s->data, n, (void *)(f->data + off))) {
 			ZEV(s)->flags |= RT_ZMQ_FAULT;
 			zcount(RT_ZMQ_CNT_FAULT, 1);
@@ -191,6 +226,38 @@ static __always_inline void emit(struct zmq_call *c, const __u8 *raw, const stru
 		barrier_var(size);
 		if (bpf_ringbuf_output(&rt_ring, s, size, rt_wake_flags(size, false)))
 			rt_lost(RT_EV_ZMQ_MSG);
+	}
+}
+
+/* Copy a send's bytes (up to the capture bound) while the caller still owns them. */
+static __always_inline void keep_send_bytes(const struct zmq_call *c, const struct frame_src *f)
+{
+	struct zmq_send_copy *k;
+	__u64 cap = zmq_cap_bytes, have, off, n;
+	__u32 i;
+
+	k = bpf_task_storage_get(&zmq_send_copies, bpf_get_current_task_btf(), NULL,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!k)
+		return; /* no copy: the return reports the bytes as not read */
+	if (cap > RT_ZMQ_CAP_MAX)
+		cap = RT_ZMQ_CAP_MAX;
+	have = f->size < cap ? f->size : cap;
+	k->enter_ns = c->enter_ns;
+	k->fault = 0;
+	for (i = 0; i < RT_ZMQ_CAP_MAX / RT_ZMQ_CHUNK_MAX; i++) {
+		off = (__u64)i * RT_ZMQ_CHUNK_MAX;
+		if (off >= have)
+			break;
+		n = have - off;
+		if (n > RT_ZMQ_CHUNK_MAX)
+			n = RT_ZMQ_CHUNK_MAX;
+		barrier_var(n);
+		if (off > RT_ZMQ_CAP_MAX - RT_ZMQ_CHUNK_MAX)
+			break;
+		barrier_var(off);
+		if (bpf_probe_read_user(&k->data[off], n, (void *)(f->data + off)))
+			k->fault |= 1u << i;
 	}
 }
 
@@ -222,6 +289,8 @@ static __always_inline int enter(__u64 msg, __u64 sock, __u32 sflags, __u32 dir)
 	locate(c->raw, &f);
 	c->data = f.data;
 	c->size = f.size;
+	if (f.known && !f.inline_ && f.data && f.size)
+		keep_send_bytes(c, &f);
 	return 0;
 }
 
@@ -250,6 +319,14 @@ static __always_inline int leave(long ret)
 		f.inline_ = f.type == RT_ZMSG_TYPE_VSM;
 		f.data = c->data;
 		f.size = c->size;
+		f.copy = NULL;
+		if (!f.inline_ && f.data) {
+			struct zmq_send_copy *k = bpf_task_storage_get(
+				&zmq_send_copies, bpf_get_current_task_btf(), NULL, 0);
+
+			if (k && k->enter_ns == c->enter_ns)
+				f.copy = k;
+		}
 		if (c->sflags & RT_ZMQ_SNDMORE)
 			flags |= RT_ZMQ_MORE;
 		emit(c, c->raw, &f, (__u32)ret, flags, ts, id);
