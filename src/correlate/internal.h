@@ -184,6 +184,18 @@ struct rt_thread {
 	 * handled requests (messages, socket bytes) is theirs alone, not every
 	 * I/O owner's (docs/spans.md, "vLLM") */
 	bool msg_loop;
+	/*
+	 * An engine-message loop's burst, cut at the events that name
+	 * requests (docs/spans.md, "vLLM"): the group of the last event (its
+	 * time, whether work follows it, its requests) and the on-CPU time not
+	 * yet charged that goes with it (carry, run over [carry_from, carry_to]).
+	 */
+	uint64_t grp_ts;
+	bool grp_reads;
+	uint64_t *grp; /* RT_THREAD_SERVED_MAX slots, made on first use */
+	uint32_t n_grp, grp_dropped;
+	int64_t grp_carry;
+	uint64_t carry_from, carry_to;
 	/* burst time not under markers, charged to the burst's owners when the
 	 * burst ends (or a request it holds time for ends) */
 	int64_t resid_on, resid_runq;
@@ -387,8 +399,13 @@ void rt_cpu_flush_for(struct rt_correlator *c, struct rt_req *r, uint64_t ts);
 void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts);
 /* ns of on-CPU (else runqueue) time that no request owns. */
 void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns);
-/* Thread t, an event loop of engine messages, handled r in this burst (msg_loop). */
-void rt_cpu_loop_serves(struct rt_thread *t, struct rt_req *r);
+/*
+ * Thread t, an event loop of engine messages, handled r in this burst
+ * (msg_loop) at ts; reads: r's work follows the event (a receipt), else
+ * it led up to it (a send).
+ */
+void rt_cpu_loop_serves(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r,
+			uint64_t ts, bool reads);
 /* Close the current piece of t's time at ts under its present owners. */
 void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts);
 /*

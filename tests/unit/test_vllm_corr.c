@@ -714,6 +714,57 @@ static void test_loop_burst_owned(void **state)
 	assert_int_equal(b->on_cpu_ns, 500 * US + 100 * US);
 }
 
+#define CHUNK_B(content)                                                                           \
+	"data: {\"id\":\"cmpl-b-0\",\"object\":\"text_completion\",\"choices\":[{"                \
+	"\"index\":0,\"text\":\"" content "\"}]}\n\n"
+
+/*
+ * One loop burst [10, 14] ms: an output message for a and b received at
+ * 10.5, b's chunk written at 11, a's at 13. The piece before the receipt
+ * and after it up to the next event is the receipt's (a and b: the loop
+ * detokenizes both), the piece before a write is the write's, the rest
+ * after the last write the burst's equal split. An equal split would give
+ * each 2 ms.
+ */
+static void test_loop_pieces(void **state)
+{
+	const struct rt_span_thread *a, *b;
+
+	(void)state;
+	/* the loop's state is not known before 10 ms: nothing before is charged */
+	request(AT(1), 7, "/v1/chat/completions", "a");
+	request(AT(1.1), 8, "/v1/completions", "b");
+	add(AT(2), AT(2.2), "chatcmpl-a-11111111", "chatcmpl-a");
+	add(AT(2.3), AT(2.4), "cmpl-b-0-22222222", "cmpl-b-0");
+	sse_head(AT(2.5), 7);
+	sse_head(AT(2.6), 8);
+	sw(AT(10), 0, 0, "", LOOP, "python3");
+	output(AT(9), AT(10.5), "chatcmpl-a-11111111", 1, -1, 0, 0);
+	output(AT(9), AT(10.5), "cmpl-b-0-22222222", 1, -1, 0, 0);
+	sse(AT(11), 8, CHUNK_B("x"));
+	sse(AT(13), 7, CHUNK("y"));
+	sw(AT(14), 0, LOOP, "python3", 0, "");
+	/* each ends in a later burst of its own, [20, 21] and [30, 31] */
+	sw(AT(20), 0, 0, "", LOOP, "python3");
+	sse(AT(20.5), 7, "data: [DONE]\n\n");
+	sock(RT_EV_SOCK_SEND, AT(21), 7, "0\r\n\r\n");
+	sw(AT(21), 0, LOOP, "python3", 0, "");
+	sw(AT(30), 0, 0, "", LOOP, "python3");
+	sse(AT(30.5), 8, "data: [DONE]\n\n");
+	sock(RT_EV_SOCK_SEND, AT(31), 8, "0\r\n\r\n");
+	sw(AT(31), 0, LOOP, "python3", 0, "");
+	rt_correlator__finish(c);
+	assert_int_equal(n_spans, 2);
+	a = thread_of(span_of("/v1/chat/completions"), LOOP);
+	b = thread_of(span_of("/v1/completions"), LOOP);
+	assert_non_null(a);
+	assert_non_null(b);
+	/* [10, 11] 0.5 ms each, [11, 13] a's, [13, 14] 0.5 ms each; then 1 ms each */
+	assert_int_equal(a->on_cpu_ns, 500 * US + 2 * MS + 500 * US + 1 * MS);
+	assert_int_equal(b->on_cpu_ns, 500 * US + 500 * US + 1 * MS);
+	assert_true(a->shared && b->shared);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -726,6 +777,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_exec_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loop_burst_owned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loop_pieces, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

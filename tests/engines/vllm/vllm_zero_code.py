@@ -22,7 +22,8 @@ CPU per request (README.md, "CPU per request"): then a second server with
 --meter-loop (its truth has the event loop's CPU per request) under three
 loads; the error distributions of the event loop's and the tokenizer
 executor's CPU per span against that truth are printed, and the medians
-that met 10% in every run so far (CPU_ASSERTED) are asserted.
+that met 10% in every run so far (CPU_ASSERTED) are asserted. RT_VZ_DEBUG=1
+prints each span's event-loop CPU beside its truth.
 
 usage: vllm_zero_code.py [--fixture DIR]
 --fixture DIR: a short run (8 requests) recorded for replay tests: writes
@@ -185,6 +186,7 @@ def cpu_vs_truth(one, tlog, api_pid, groups):
     medians = {}
     for name, ids in groups:
         tok_err, exec_err, loop_err, loop_ratio, pre_err, dec_err, eng = ([] for _ in range(7))
+        loop_sum = [0.0, 0.0]  # the loop's CPU over the spans, and in the truth
         for i in ids:
             s, r = one.get(i), by_http.get(i)
             if not s or not r:
@@ -205,6 +207,13 @@ def cpu_vs_truth(one, tlog, api_pid, groups):
                     r.get("out_loop_cpu_ns", 0) + r["detok_cpu_ns"]) / 1e6
             if r.get("loop_cpu_ns") and lcpu > 0:
                 loop_err.append(100.0 * (th.get(api_pid, 0.0) - lcpu) / lcpu)
+                loop_sum[0] += th.get(api_pid, 0.0)
+                if os.environ.get("RT_VZ_DEBUG"):
+                    log("dbg %s %s span %.3f truth %.3f (loop %.3f batch %.3f out %.3f detok %.3f) ttft %s total %s" % (
+                        name, i, th.get(api_pid, 0.0), lcpu, r.get("loop_cpu_ns", 0) / 1e6,
+                        r.get("batch_loop_cpu_ns", 0) / 1e6, r.get("out_loop_cpu_ns", 0) / 1e6,
+                        r["detok_cpu_ns"] / 1e6, s.get("ttft_ms"), s.get("total_ms")))
+                loop_sum[1] += lcpu
             pre_t = (e["sse_write"][0] - e["http_first_byte"][0]) / 1e6
             if s["phases"].get("pre_first_token_ms") is not None:
                 pre_err.append(s["phases"]["pre_first_token_ms"] - pre_t)
@@ -218,6 +227,8 @@ def cpu_vs_truth(one, tlog, api_pid, groups):
             "CPU per batch, split by own work): %s" % (name, dist(exec_err)))
         log("cpu %s: event-loop CPU error %% (span thread vs truth: its tasks' steps for the "
             "request, its share of the batcher's and the output handler's, detokenize): %s" % (name, dist(loop_err)))
+        log("cpu %s: event-loop CPU summed over the spans %.1f ms, in the truth %.1f ms"
+            % (name, loop_sum[0], loop_sum[1]))
         log("cpu %s: event-loop CPU in span / truth detok+SSE CPU: %s" % (name, dist(loop_ratio)))
         log("cpu %s: pre_first_token - truth(first SSE write - request line) ms: %s"
             % (name, dist(pre_err)))
