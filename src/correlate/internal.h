@@ -404,8 +404,8 @@ void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns);
  * (msg_loop) at ts; reads: r's work follows the event (a receipt), else
  * it led up to it (a send).
  */
-void rt_cpu_loop_serves(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r,
-			uint64_t ts, bool reads);
+void rt_cpu_loop_serves(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts,
+			bool reads);
 /* Close the current piece of t's time at ts under its present owners. */
 void rt_cpu_account(struct rt_correlator *c, struct rt_thread *t, uint64_t ts);
 /*

@@ -378,7 +378,8 @@ static void loop_serves(struct rt_correlator *c, const struct rt_zmq_asm_msg *m,
 		return;
 	t = rt_thread_get(c, m->tid, m->pid, false);
 	if (t)
-		rt_cpu_loop_serves(c, t, r, m->dir == RT_ZMQ_RECV ? m->last_ts_ns : m->first_enter_ns,
+		rt_cpu_loop_serves(c, t, r,
+				   m->dir == RT_ZMQ_RECV ? m->last_ts_ns : m->first_enter_ns,
 				   m->dir == RT_ZMQ_RECV);
 }
 

@@ -715,7 +715,7 @@ static void test_loop_burst_owned(void **state)
 }
 
 #define CHUNK_B(content)                                                                           \
-	"data: {\"id\":\"cmpl-b-0\",\"object\":\"text_completion\",\"choices\":[{"                \
+	"data: {\"id\":\"cmpl-b-0\",\"object\":\"text_completion\",\"choices\":[{"                 \
 	"\"index\":0,\"text\":\"" content "\"}]}\n\n"
 
 /*
