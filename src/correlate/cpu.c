@@ -840,8 +840,8 @@ void rt_cpu_io_owner(struct rt_correlator *c, struct rt_thread *t, struct rt_req
  * own, to the burst's equal split. The equal split over the whole burst
  * gave single requests errors of -38% to +67% at concurrency 16.
  */
-void rt_cpu_loop_serves(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r,
-			uint64_t ts, bool reads)
+void rt_cpu_loop_serves(struct rt_correlator *c, struct rt_thread *t, struct rt_req *r, uint64_t ts,
+			bool reads)
 {
 	struct rt_iv span;
 	int64_t ns;
