@@ -345,7 +345,9 @@ static void flush(struct rt_correlator *c, struct rt_thread *t)
 	n = burst_owners(t, owners);
 	/* no owner, or only the hand-off: a vLLM API server's executor may hold it */
 	if ((!n || (!t->n_io && !t->n_served)) &&
-	    rt_vllm_hold(c, t, t->resid_on, t->resid_runq, t->since)) {
+	    rt_vllm_hold(c, t, t->resid_on, t->resid_runq,
+			 t->n_rslice ? t->rslice[0].from : t->since - (uint64_t)t->resid_on,
+			 t->since)) {
 		t->resid_on = t->resid_runq = 0;
 		t->n_rslice = t->rslice_dropped = 0;
 		return;

@@ -436,12 +436,13 @@ struct rt_pack_state;
 struct rt_req_vllm;
 struct rt_vllm_state;
 /*
- * t's burst residual has no owner by rules 2-4 but the hand-off: a vLLM API
- * server's helper thread (the tokenizer executor) keeps it for the ADDs the
- * event loop sends next (docs/spans.md, "vLLM"). True: held, not charged.
+ * t's burst [from, ts] has a residual with no owner by rules 2-4 but the
+ * hand-off: a vLLM API server's helper thread (the tokenizer executor)
+ * keeps it for the ADDs the event loop sends about then (docs/spans.md,
+ * "vLLM"). True: held, not charged.
  */
 bool rt_vllm_hold(struct rt_correlator *c, const struct rt_thread *t, int64_t on, int64_t runq,
-		  uint64_t ts);
+		  uint64_t from, uint64_t ts);
 
 /* gpu.c: CUDA/NCCL CPU-side records (uprobes, CUPTI DRIVER) and device
  * records (CUPTI) attributed to requests; fills span.gpu and comm wait. */

@@ -67,6 +67,7 @@ struct hold {
 	int64_t on, runq;
 	uint64_t last_ns; /* the end of the last burst held */
 	uint64_t members[HOLD_MEMBERS_MAX]; /* keys of the ADDs sent since */
+	uint64_t last_add_ns; /* the latest member's send */
 	uint32_t n;
 };
 
@@ -209,6 +210,7 @@ static struct api *api_of(struct rt_vllm_state *v, uint32_t pid)
 static void hold_reset(struct hold *h)
 {
 	h->on = h->runq = 0;
+	h->last_add_ns = 0;
 	h->n = 0;
 }
 
@@ -260,7 +262,7 @@ static void settle(struct rt_correlator *c, struct hold *h)
 }
 
 bool rt_vllm_hold(struct rt_correlator *c, const struct rt_thread *t, int64_t on, int64_t runq,
-		  uint64_t ts)
+		  uint64_t from, uint64_t ts)
 {
 	struct rt_vllm_state *v = c->vllm;
 	struct api *a = api_of(v, t->pid);
@@ -285,9 +287,16 @@ bool rt_vllm_hold(struct rt_correlator *c, const struct rt_thread *t, int64_t on
 		h->pid = t->pid;
 	}
 	memcpy(h->comm, t->comm, RT_COMM_LEN);
-	if (h->n)
-		settle(c, h); /* a new run: the last one's ADDs have come */
-	else if (ts > h->last_ns + HOLD_MAX_NS)
+	/*
+	 * A burst that began after every member's ADD starts the next run: the
+	 * last one's ADDs have come. One that was running when an ADD went
+	 * out is that run's tail (the executor hands the results back, then
+	 * returns and logs while the loop already sends: seen as a batch's
+	 * whole run given to the next batch).
+	 */
+	if (h->n && from > h->last_add_ns)
+		settle(c, h);
+	else if (!h->n && ts > h->last_ns + HOLD_MAX_NS)
 		hold_drop(c, h);
 	h->on += on;
 	h->runq += runq;
@@ -314,12 +323,22 @@ static void held_for(struct rt_correlator *c, const struct rt_zmq_asm_msg *m, st
 	for (i = 0; i < HOLDS_MAX; i++) {
 		struct hold *h = &v->holds[i];
 
-		if (h->pid != m->pid || (!h->on && !h->runq))
+		const struct rt_thread *x = rt_hmap_get(&c->threads, h->tid);
+		/* on a CPU now: the run that made this ADD's tokens may still be in its tail */
+		bool running = x && x->run == RT_RUN_ONCPU;
+
+		if (h->pid != m->pid || (!h->on && !h->runq && !running))
 			continue;
-		if (m->first_enter_ns > h->last_ns + HOLD_MAX_NS) {
-			hold_drop(c, h);
+		if (!running && m->first_enter_ns > h->last_ns + HOLD_MAX_NS) {
+			/* the executor went quiet: its last run had its ADDs, or nobody's */
+			if (h->n)
+				settle(c, h);
+			else
+				hold_drop(c, h);
 			continue;
 		}
+		if (m->first_enter_ns > h->last_add_ns)
+			h->last_add_ns = m->first_enter_ns;
 		if (h->n < HOLD_MEMBERS_MAX)
 			h->members[h->n++] = e->key;
 		else

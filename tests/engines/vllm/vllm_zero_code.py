@@ -377,7 +377,8 @@ def start_server(tpath, *extra):
 # 10%: what met it in every run on the 2-core CI machine (README.md, "CPU per
 # request"); the rest is printed
 CPU_ASSERTED = (("sequential", "loop"), ("concurrent x16", "loop"),
-                ("sequential", "executor_whole"), ("concurrent x4", "executor_whole"))
+                ("sequential", "executor_whole"), ("concurrent x4", "executor_whole"),
+                ("concurrent x16", "executor_whole"))
 
 
 def thread_cpu(pid):
@@ -403,7 +404,7 @@ def loop_cpu_run():
     srv, port, _ = start_server(tpath, "--meter-loop")
     log("cpu run: server with --meter-loop, api pid %d" % srv.pid)
     chat_load(port, ["cwarmup"], 1)
-    daemon = lc.Daemon(["--pid", str(srv.pid)])
+    daemon = lc.Daemon(["--pid", str(srv.pid)] + (["--record", os.environ["RT_VZ_RECORD"], "--capture-bodies"] if os.environ.get("RT_VZ_RECORD") else []))
     try:
         groups = []
         for name, conc, n, pre in (("sequential", 1, 8, "cseq-"), ("concurrent x4", 4, 16, "cpar-"),
