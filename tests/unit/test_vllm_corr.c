@@ -684,6 +684,51 @@ static void test_exec_stale(void **state)
 	assert_int_equal(st.vllm_exec_dropped, 1);
 }
 
+/*
+ * The executor's run [1.3, 6.5] is still on a CPU when the loop sends its
+ * two ADDs (6, 6.1): it is theirs, not the next batch's (the first version
+ * gave it to c). Its next run [20, 22] begins after them and goes to the
+ * ADD that follows it (c).
+ */
+static void test_exec_tail(void **state)
+{
+	const struct rt_span_thread *a, *b, *x;
+
+	(void)state;
+	add(AT(0.2), AT(0.3), "cmpl-warm-0-33333333", "cmpl-warm-0");
+	sw(AT(0.5), 0, 0, "", LOOP, "python3");
+	request(AT(1), 7, "/v1/chat/completions", "a");
+	request(AT(1.1), 8, "/v1/completions", "b");
+	request(AT(1.2), 9, "/v1/embeddings", "c");
+	/* the executor's wake-up before its run (its hold exists from then on) */
+	burst(EXEC, "python3", AT(1.25), AT(1.27));
+	wake(AT(1.3) - 10 * US, LOOP, EXEC);
+	sw(AT(1.3), 1, 0, "", EXEC, "python3");
+	add(AT(6), AT(6.2), "chatcmpl-a-11111111", "chatcmpl-a");
+	add(AT(6.1), AT(6.3), "cmpl-b-0-22222222", "cmpl-b-0");
+	sw(AT(6.5), 1, EXEC, "python3", 0, "");
+	burst(EXEC, "python3", AT(20), AT(22));
+	add(AT(23), AT(23.2), "cmpl-c-0-44444444", "cmpl-c-0");
+	output(AT(30), AT(30.1), "chatcmpl-a-11111111", 1, 1, 0, 0);
+	output(AT(30), AT(30.2), "cmpl-b-0-22222222", 1, 1, 0, 0);
+	output(AT(30), AT(30.3), "cmpl-c-0-44444444", 1, 1, 0, 0);
+	json_response(AT(31), 7);
+	json_response(AT(31.1), 8);
+	json_response(AT(31.2), 9);
+	rt_correlator__finish(c);
+	assert_int_equal(n_spans, 3);
+	a = thread_of(span_of("/v1/chat/completions"), EXEC);
+	b = thread_of(span_of("/v1/completions"), EXEC);
+	x = thread_of(span_of("/v1/embeddings"), EXEC);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(x);
+	/* 0.02 + 5.2 ms split 1:1 (n_prompt 3 each), the next run's 2 ms c's */
+	assert_int_equal(a->on_cpu_ns, 2610 * US);
+	assert_int_equal(b->on_cpu_ns, 2610 * US);
+	assert_int_equal(x->on_cpu_ns, 2 * MS);
+}
+
 /* The loop reads a and b in one burst, sends a's ADD alone in the next. */
 static void test_loop_burst_owned(void **state)
 {
@@ -776,6 +821,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loop_burst_owned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loop_pieces, setup, teardown),
 	};

@@ -23,7 +23,9 @@ CPU per request (README.md, "CPU per request"): then a second server with
 loads; the error distributions of the event loop's and the tokenizer
 executor's CPU per span against that truth are printed, and the medians
 that met 10% in every run so far (CPU_ASSERTED) are asserted. RT_VZ_DEBUG=1
-prints each span's event-loop CPU beside its truth.
+prints each span's event-loop and executor CPU beside its truth and each
+thread's schedstat CPU per load; RT_VZ_RECORD=FILE records that run's
+events with their bytes, for `reqtrace replay`.
 
 usage: vllm_zero_code.py [--fixture DIR]
 --fixture DIR: a short run (8 requests) recorded for replay tests: writes
@@ -404,7 +406,9 @@ def loop_cpu_run():
     srv, port, _ = start_server(tpath, "--meter-loop")
     log("cpu run: server with --meter-loop, api pid %d" % srv.pid)
     chat_load(port, ["cwarmup"], 1)
-    daemon = lc.Daemon(["--pid", str(srv.pid)] + (["--record", os.environ["RT_VZ_RECORD"], "--capture-bodies"] if os.environ.get("RT_VZ_RECORD") else []))
+    rec = os.environ.get("RT_VZ_RECORD")  # a debugging aid: this run's events, bytes kept
+    daemon = lc.Daemon(["--pid", str(srv.pid)] +
+                       (["--record", rec, "--capture-bodies"] if rec else []))
     try:
         groups = []
         for name, conc, n, pre in (("sequential", 1, 8, "cseq-"), ("concurrent x4", 4, 16, "cpar-"),
