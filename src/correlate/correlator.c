@@ -396,6 +396,28 @@ static void zmq_record(struct rt_correlator *c, const struct rt_ev_zmq_msg *ev)
 		rt_vllm_desync(c, ev->hdr.pid);
 }
 
+/*
+ * The process's engine threads are the ones that make its engine pack's
+ * calls (cpu.c, rule 3); a compute pool's regions (libgomp) name only the
+ * thread that opens them, not the engine's others.
+ */
+static void engine_call(struct rt_correlator *c, const struct rt_event_hdr *ev)
+{
+	struct rt_proc *p;
+	struct rt_thread *t;
+
+	if (ev->kind == RT_EV_PACK_CALL &&
+	    ((const struct rt_ev_pack_call *)ev)->role == RT_PACK_REGION)
+		return;
+	p = rt_proc_get(c, ev->pid, true);
+	if (!p || !ev->tid)
+		return;
+	p->engine_pack = true;
+	t = rt_thread_get(c, ev->tid, ev->pid, true);
+	if (t)
+		t->engine_calls = true;
+}
+
 static void on_loss(struct rt_correlator *c, const struct rt_ev_loss *ev)
 {
 	size_t pos = 0;
@@ -499,6 +521,7 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 		break;
 	case RT_EV_PACK_CALL:
 	case RT_EV_PACK_BATCH:
+		engine_call(c, ev);
 		/* parallel regions of a compute pool (pool.c); other roles: pack.c */
 		if (ev->kind == RT_EV_PACK_CALL &&
 		    ((const struct rt_ev_pack_call *)ev)->role == RT_PACK_REGION)

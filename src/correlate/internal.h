@@ -65,6 +65,7 @@ struct rt_proc {
 	struct rt_req *reqs; /* its requests in flight (rt_req.pnext) */
 	struct rt_proc *gnext, *gprev; /* the other processes of its group (rt_correlator.groups) */
 	bool glinked;
+	bool engine_pack; /* an engine pack's calls came from it: they name its engine threads */
 };
 
 /* slots of rt_correlator.group_ver: groups that share one only invalidate more often */
@@ -184,6 +185,7 @@ struct rt_thread {
 	 * handled requests (messages, socket bytes) is theirs alone, not every
 	 * I/O owner's (docs/spans.md, "vLLM") */
 	bool msg_loop;
+	bool engine_calls; /* it made an engine pack's calls (rule 3 in a packed process) */
 	/*
 	 * An engine-message loop's burst, cut at the events that name
 	 * requests (docs/spans.md, "vLLM"): the group of the last event (its

@@ -354,6 +354,17 @@ class Check:
                 claim_at.setdefault(tb, []).append((t0, self.ids[rid]))
 
         engine_busy = self.engine_busy(ends)
+        # an engine pack's calls (not a compute pool's regions) name the process's
+        # engine threads: in a process that made them, a thread that has not by the
+        # wakeup is the runtime's (rule 3)
+        first_pack = {}
+        for r in self.recs:
+            if r["kind"] == PACK_BATCH or (r["kind"] == PACK_CALL and r["role"] != PACK_REGION):
+                first_pack[r["tid"]] = min(first_pack.get(r["tid"], NEVER), r["ts"])
+        proc_first_pack = min(first_pack.values(), default=NEVER)
+
+        def runtime_thread(tid, ts):
+            return proc_first_pack < ts <= first_pack.get(tid, NEVER) and not io_owners(tid, ts)
 
         def owns_handoff(b, ts):
             return b["handoff"] is not None and b["until"] > ts
@@ -371,7 +382,8 @@ class Check:
                     gain[i] = max(f, start)
             b["handoff"], b["until"] = None, NEVER
             wb = (self.burst_at(th[b["waker"]], start)
-                  if b["waker"] in th and not io_owners(tid, start) else None)
+                  if b["waker"] in th and not io_owners(tid, start)
+                  and not runtime_thread(tid, start) else None)
             if wb:
                 own = io_owners(b["waker"], start)
                 if owns_handoff(wb, start) and ends[wb["handoff"]] > start:
@@ -391,7 +403,7 @@ class Check:
                                   if start <= t0 <= end and i != b["handoff"] and ends[i] > t0],
                                  default=NEVER)
             for ts, target in b["wakes"]:
-                p = io_owners(target, ts)
+                p = io_owners(target, ts) if not runtime_thread(tid, ts) else set()
                 if len(p) == 1:
                     i = p.pop()
                     gain[i] = min(gain.get(i, NEVER), ts)

@@ -60,6 +60,9 @@ struct cpu_ctx {
 	struct burst_own *own[SIM_MAX_THREADS];
 	struct claim iv[SIM_MAX_THREADS][MAX_IV];
 	int n_iv[SIM_MAX_THREADS];
+	/* an engine pack's first call by each thread and by the process, NEVER: none */
+	uint64_t first_pack[SIM_MAX_THREADS];
+	uint64_t proc_first_pack;
 };
 
 static bool one(uint32_t m)
@@ -134,6 +137,16 @@ static uint64_t on_cpu_of(const struct sim_thread *t, uint32_t k)
 
 static bool engine_busy(const struct cpu_ctx *x, uint64_t t);
 
+/*
+ * Rules 3 and 4 in a process whose engine a pack reads (docs/spans.md): a
+ * thread that has not made the pack's calls by time t and owns no request
+ * by I/O is the runtime's, handed nothing and serving nobody.
+ */
+static bool runtime_thread(const struct cpu_ctx *x, int th, uint64_t t)
+{
+	return x->proc_first_pack < t && x->first_pack[th] >= t && !io_owners(x, th, t);
+}
+
 /* Rules 2-4 for one burst; the waker's bursts (rule 3) are done already. */
 static void owners_of(struct cpu_ctx *x, int th, int k)
 {
@@ -155,7 +168,7 @@ static void owners_of(struct cpu_ctx *x, int th, int k)
 	/* rule 3: the waker's single owner at the instant of the wakeup (rules 2 and 3),
 	 * for a thread that owns no request by I/O then (not a handler woken by
 	 * another handler releasing a lock) */
-	if (b->waker >= 0 && !io_owners(x, th, b->start) &&
+	if (b->waker >= 0 && !io_owners(x, th, b->start) && !runtime_thread(x, th, b->start) &&
 	    (wb = burst_at(s->threads[b->waker], b->start)) >= 0) {
 		m = io_owners(x, b->waker, b->start);
 		h = x->own[b->waker][wb].handoff;
@@ -186,7 +199,8 @@ static void owners_of(struct cpu_ctx *x, int th, int k)
 	for (i = 0; i < s->n_wakes; i++) {
 		const struct sim_wake_log *wk = &s->wakes[i];
 
-		if (wk->waker != th || wk->ts < b->start || wk->ts > b->end)
+		if (wk->waker != th || wk->ts < b->start || wk->ts > b->end ||
+		    runtime_thread(x, th, wk->ts))
 			continue;
 		m = io_owners(x, wk->target, wk->ts);
 		if (one(m))
@@ -699,6 +713,25 @@ int gen_cpu_truth(struct gen_world *w, struct gen_cpu_truth *ct)
 
 		if (io->ts < x->first_io[io->thread][io->req])
 			x->first_io[io->thread][io->req] = io->ts;
+	}
+	/* what the correlator counts as an engine pack's calls: PACK_CALLs but a
+	 * compute pool's regions, and in pack mode the steps (emitted as
+	 * PACK_BATCH + PACK_CALL DECODE) */
+	memset(x->first_pack, 0xff, sizeof(x->first_pack));
+	x->proc_first_pack = NEVER;
+	for (i = 0; i < s->n_marks; i++) {
+		const struct sim_mark_log *m = &s->marks[i];
+		bool call =
+			(m->kind == RT_EV_PACK_CALL && m->role != 0 && m->role != RT_PACK_REGION) ||
+			(w->mode == RT_GEN_PACK &&
+			 (m->kind == RT_EV_MARK_STEP_BEGIN || m->kind == RT_EV_MARK_STEP_END));
+
+		if (!call || m->thread < 0)
+			continue;
+		if (m->ts < x->first_pack[m->thread])
+			x->first_pack[m->thread] = m->ts;
+		if (m->ts < x->proc_first_pack)
+			x->proc_first_pack = m->ts;
 	}
 	err = marker_intervals(x);
 	/* regions first: rule 3 asks whether the engine is busy */
