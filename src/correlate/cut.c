@@ -77,8 +77,8 @@ int rt_cut_feed(struct rt_conn *conn, const struct rt_ev_sock_io *io,
 			return err;
 	}
 	if (gap || io->tail_len)
-		err = rt_http_resp_feed(conn->cut_parser, io->data + io->head_len, io->tail_len,
-					cb, ctx);
+		err = rt_http_resp_feed(conn->cut_parser, io->data + io->head_len, io->tail_len, cb,
+					ctx);
 	return err;
 }
 

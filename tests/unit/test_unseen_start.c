@@ -34,12 +34,12 @@
 #define T0 (1000 * MS)
 
 #define EV(text) "data: {\"id\":\"cmpl-abc\",\"choices\":[{\"index\":0,\"text\":\"" text "\"}]}\n\n"
-#define USAGE                                                                          \
-	"data: {\"id\":\"cmpl-abc\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,"    \
+#define USAGE                                                                                      \
+	"data: {\"id\":\"cmpl-abc\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,"                \
 	"\"completion_tokens\":8,\"total_tokens\":11}}\n\n"
 #define DONE "data: [DONE]\n\n"
-#define SSE_HEAD                                                                       \
-	"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: "    \
+#define SSE_HEAD                                                                                   \
+	"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: "                \
 	"chunked\r\n\r\n"
 #define REQ "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"
 #define RESP "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -218,10 +218,11 @@ static void test_mid_body(void **state)
 	assert_int_equal(s->itl_p50_ns, 10 * MS);
 	assert_no_phase(s);
 	j = json_of(s);
-	assert_non_null(strstr(j, "\"method\":null,\"path\":null,\"status\":null,\"arrival_ns\":null,"
-				  "\"start_ns\":null,\"received_ns\":null,\"first_token_ns\":null,"
-				  "\"end_ns\":1040000000,\"duration_ms\":null,\"ttft_ms\":null,"
-				  "\"events_out\":3,\"tokens_out\":8,\"response_id\":\"cmpl-abc\""));
+	assert_non_null(strstr(j,
+			       "\"method\":null,\"path\":null,\"status\":null,\"arrival_ns\":null,"
+			       "\"start_ns\":null,\"received_ns\":null,\"first_token_ns\":null,"
+			       "\"end_ns\":1040000000,\"duration_ms\":null,\"ttft_ms\":null,"
+			       "\"events_out\":3,\"tokens_out\":8,\"response_id\":\"cmpl-abc\""));
 	assert_non_null(strstr(j, "\"other_ms\":null}"));
 	assert_non_null(strstr(j, "\"intervals\":[]"));
 	assert_non_null(strstr(j, "\"outcome\":\"ok\",\"flags\":[\"started_before_trace\"]"));
@@ -262,6 +263,27 @@ static void test_whole_response(void **state)
 	assert_int_equal(s->end_ns, T0 + 30 * MS);
 	assert_true(rt_span_ttft_ns(s) == RT_NULL_NS);
 	assert_true(rt_span_duration_ns(s) == RT_NULL_NS);
+	assert_no_phase(s);
+}
+
+/* The tail of the request's body read first: still not its start, nor known as its end. */
+static void test_request_tail_seen(void **state)
+{
+	const struct rt_span *s;
+
+	(void)state;
+	io(RT_EV_SOCK_RECV, T0 + 2 * MS, "lo\",\"max_tokens\":8,\"stream\":true}");
+	io(RT_EV_SOCK_SEND, T0 + 5 * MS, SSE_HEAD);
+	chunk(T0 + 10 * MS, EV("a"));
+	last_chunks(T0 + 30 * MS);
+	assert_int_equal(n_spans, 1);
+	s = &spans[0];
+	assert_int_equal(s->flags, RT_SPAN_STARTED_BEFORE_TRACE);
+	assert_int_equal(s->start_ns, 0);
+	assert_int_equal(s->received_ns, 0);
+	assert_int_equal(s->status, 200);
+	assert_int_equal(s->events_out, 1);
+	assert_int_equal(s->end_ns, T0 + 30 * MS);
 	assert_no_phase(s);
 }
 
@@ -359,6 +381,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_mid_body, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_response, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_request_tail_seen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_end_unseen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_closed_mid_body, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accepted_no_span, setup_accepted, teardown),
