@@ -306,9 +306,10 @@ void rt_span_init(struct rt_span *s);
  * start_ns. duration_ms and ttft_ms count from here (docs/spans.md).
  */
 uint64_t rt_span_origin_ns(const struct rt_span *s);
-/* end_ns - origin (0 if end precedes it). */
+/* end_ns - origin (0 if end precedes it); RT_NULL_NS when the start was
+ * not seen (origin 0: started_before_trace). */
 int64_t rt_span_duration_ns(const struct rt_span *s);
-/* first_token_ns - origin; RT_NULL_NS when not streamed. */
+/* first_token_ns - origin; RT_NULL_NS when not streamed or origin 0. */
 int64_t rt_span_ttft_ns(const struct rt_span *s);
 
 #endif /* RT_SPAN_H */

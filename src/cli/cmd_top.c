@@ -265,7 +265,10 @@ static int render(FILE *f, const struct frame *fr)
 				fprintf(f, " %4d", s->status);
 			else
 				fprintf(f, " %4s", "-");
-			fprintf(f, " %9.1f", (double)rt_span_duration_ns(s) / 1e6);
+			if (rt_span_duration_ns(s) != RT_NULL_NS)
+				fprintf(f, " %9.1f", (double)rt_span_duration_ns(s) / 1e6);
+			else /* started before the trace */
+				fprintf(f, " %9s", "-");
 			if (rt_span_ttft_ns(s) != RT_NULL_NS)
 				fprintf(f, " %9.1f", (double)rt_span_ttft_ns(s) / 1e6);
 			else
@@ -332,7 +335,7 @@ static int build(struct top *t, struct frame *fr)
 		fr->n_open = r->n_open;
 		fr->open_dropped = r->open_dropped;
 		for (i = 0; i < r->n_spans; i++) {
-			if (!lo || r->spans[i].start_ns < lo)
+			if (r->spans[i].start_ns && (!lo || r->spans[i].start_ns < lo))
 				lo = r->spans[i].start_ns;
 			if (r->spans[i].end_ns > hi)
 				hi = r->spans[i].end_ns;

@@ -126,7 +126,7 @@ int rt_cli_rec_load_ex(const char *path, struct rt_cli_rec *out, const struct rt
 	/* what did not end stays in the correlator after the flush */
 	rt_correlator__inflight(rt_pipeline__correlator(pl), on_open, &x);
 	for (i = 0; i < out->n_open; i++)
-		out->open[i].age_ns = out->end_ns > out->open[i].start_ns ?
+		out->open[i].age_ns = out->open[i].start_ns && out->end_ns > out->open[i].start_ns ?
 					      (int64_t)(out->end_ns - out->open[i].start_ns) :
 					      0;
 	{

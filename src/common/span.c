@@ -176,6 +176,8 @@ int64_t rt_span_duration_ns(const struct rt_span *s)
 {
 	uint64_t o = rt_span_origin_ns(s);
 
+	if (!o) /* started before the trace: no start, no duration */
+		return RT_NULL_NS;
 	return s->end_ns > o ? (int64_t)(s->end_ns - o) : 0;
 }
 
@@ -183,7 +185,7 @@ int64_t rt_span_ttft_ns(const struct rt_span *s)
 {
 	uint64_t o = rt_span_origin_ns(s);
 
-	if (!s->first_token_ns || s->first_token_ns < o)
+	if (!o || !s->first_token_ns || s->first_token_ns < o)
 		return RT_NULL_NS;
 	return (int64_t)(s->first_token_ns - o);
 }

@@ -99,6 +99,8 @@ static void settle(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts)
 			freeze(c, r, ts);
 	if (conn->receiving && (r = rt_req_get(c, conn->receiving)))
 		freeze(c, r, ts);
+	if (conn->cut && (r = rt_req_get(c, conn->cut)))
+		freeze(c, r, ts);
 }
 
 static void abort_all(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts,
@@ -120,6 +122,10 @@ static void abort_all(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts
 	if (conn->receiving && (r = rt_req_get(c, conn->receiving)))
 		rt_req_end(c, r, ts, outcome);
 	conn->receiving = 0;
+	if (conn->cut && (r = rt_req_get(c, conn->cut)))
+		rt_req_end(c, r, ts, outcome);
+	conn->cut = 0;
+	rt_cut_close(conn);
 }
 
 void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn)
@@ -137,6 +143,7 @@ void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn)
 	if (conn->end_key && rt_hmap_get(&c->ends, conn->end_key) == conn)
 		rt_hmap_del(&c->ends, conn->end_key);
 	rt_stream_fini(&conn->stream);
+	rt_cut_close(conn);
 	free(conn);
 }
 
@@ -228,7 +235,10 @@ static void pair(struct rt_correlator *c, struct rt_conn *conn)
 				rt_req_discard(c, r, c->now);
 		if (x->responding && (r = rt_req_get(c, x->responding)))
 			rt_req_discard(c, r, c->now);
-		x->receiving = x->responding = 0;
+		if (x->cut && (r = rt_req_get(c, x->cut)))
+			rt_req_discard(c, r, c->now);
+		rt_cut_close(x);
+		x->receiving = x->responding = x->cut = 0;
 		x->n_fifo = 0;
 		x->comm_peer = false;
 	}
@@ -272,7 +282,49 @@ struct io {
 	struct rt_arrival arr;
 	bool at_first_byte;
 	uint32_t tid; /* the thread that did the I/O (pack.c: who read a request) */
+	bool cut; /* the response parser is conn->cut_parser: the request is conn->cut */
 };
+
+/* The request the response being parsed answers. */
+static uint64_t *resp_slot(struct io *io)
+{
+	return io->cut ? &io->conn->cut : &io->conn->responding;
+}
+
+/*
+ * A request whose head was never seen: read before tracing began (a daemon
+ * restarted under load). Its start, and all that is measured from it, is
+ * null (docs/spans.md, "started_before_trace"); it is named as any request
+ * without an x-request-id, the first seen on its connection.
+ */
+static struct rt_req *unseen_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_t ts)
+{
+	struct rt_req *r = rt_req_new(c, conn, ts);
+	char id[RT_SPAN_ID_MAX];
+
+	conn->cut_tried = true;
+	if (!r)
+		return NULL;
+	r->span.start_ns = 0;
+	r->span.flags |= RT_SPAN_STARTED_BEFORE_TRACE;
+	snprintf(id, sizeof(id), "%u:%d:%u", conn->pid, conn->fd, conn->seq);
+	rt_req_set_id(c, r, id);
+	r->state = RT_REQ_RESPONDING;
+	rt_req_set_changed(c, r);
+	return r;
+}
+
+/*
+ * Only where the request can have gone unseen: a connection first seen by
+ * its I/O (no accept), whose handshake was not seen either, before the
+ * first request seen on it, once. A response without its request anywhere
+ * else is not a request of this trace's.
+ */
+static bool unseen_possible(const struct rt_conn *conn)
+{
+	return conn->predates && !conn->established_ns && !conn->seq && !conn->cut_tried &&
+	       !conn->receiving && !conn->n_fifo && !conn->responding && !conn->cut;
+}
 
 /*
  * A request whose first byte is the read's first byte arrived when the
@@ -314,6 +366,13 @@ static void req_on_begin(void *ctx)
 	if (conn->receiving) /* parser began again without completing: drop the old */
 		if ((r = rt_req_get(c, conn->receiving)))
 			rt_req_end(c, r, io->exit, RT_OUTCOME_ABORTED);
+	if (conn->cut && (r = rt_req_get(c, conn->cut))) {
+		/* the client asks again: it had the response, whose end went unseen */
+		r->span.flags |= RT_SPAN_INCOMPLETE;
+		rt_req_end(c, r, r->resp_last_exit, RT_OUTCOME_OK);
+	}
+	conn->cut = 0;
+	rt_cut_close(conn);
 	r = rt_req_new(c, conn, io->exit);
 	conn->receiving = r ? r->serial : 0;
 	if (!r)
@@ -463,6 +522,10 @@ static void resp_on_begin(void *ctx)
 	if (!conn->n_fifo) {
 		/* a response to a request we did not see (before tracing) */
 		conn->responding = 0;
+		if (unseen_possible(conn) && (r = unseen_req_new(c, conn, io->exit))) {
+			conn->responding = r->serial;
+			r->resp_first_enter = io->enter;
+		}
 		return;
 	}
 	conn->responding = conn->fifo[0];
@@ -495,7 +558,7 @@ static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 {
 	struct io *io = ctx;
 	struct rt_correlator *c = io->c;
-	struct rt_req *r = rt_req_get(c, io->conn->responding);
+	struct rt_req *r = rt_req_get(c, *resp_slot(io));
 
 	if (!r)
 		return;
@@ -515,9 +578,10 @@ static void resp_on_sse_event(void *ctx, const struct rt_sse_event *ev)
 	switch (ev->kind) {
 	case RT_SSE_CONTENT:
 		r->span.events_out++;
-		if (!r->span.first_token_ns)
+		/* joined mid-body: the first event seen is not the first token */
+		if (!r->span.first_token_ns && !r->mid_body)
 			r->span.first_token_ns = io->enter;
-		else
+		else if (r->last_event_enter)
 			rt_span_add_gap(r, (int64_t)(io->enter - r->last_event_enter));
 		r->last_event_enter = io->enter;
 		r->span.last_token_ns = io->enter;
@@ -532,9 +596,10 @@ static void resp_on_complete(void *ctx, const struct rt_http_resp_done *done)
 	struct io *io = ctx;
 	struct rt_correlator *c = io->c;
 	struct rt_conn *conn = io->conn;
-	struct rt_req *r = rt_req_get(c, conn->responding);
+	uint64_t *slot = resp_slot(io);
+	struct rt_req *r = rt_req_get(c, *slot);
 
-	conn->responding = 0;
+	*slot = 0;
 	if (!r)
 		return;
 	if (done->tokens_out >= 0)
@@ -575,10 +640,76 @@ static const struct rt_http_resp_cb resp_cb = {
 	.on_error = resp_on_error,
 };
 
+/*
+ * The parser of a response joined mid-body failed: its bytes were not the
+ * chunked event stream assumed (cut.c), so nothing made of them is kept.
+ * The connection itself is fine: its own parser never saw them.
+ */
+static void cut_on_error(void *ctx, enum rt_http_error err)
+{
+	struct io *io = ctx;
+	struct rt_correlator *c = io->c;
+	struct rt_conn *conn = io->conn;
+	struct rt_req *r = rt_req_get(c, conn->cut);
+
+	(void)err;
+	if (r) {
+		rt_req_discard(c, r, io->exit);
+		conn->seq--; /* it was never a request of the connection's */
+	}
+	conn->cut = 0;
+}
+
+static const struct rt_http_resp_cb cut_cb = {
+	.on_sse_event = resp_on_sse_event,
+	.on_complete = resp_on_complete,
+	.on_error = cut_on_error,
+};
+
 static const struct rt_stream_ops stream_ops = {
 	.req = &req_cb,
 	.resp = &resp_cb,
 };
+
+/* ---- a response joined mid-body ------------------------------------------ */
+
+/*
+ * A response write on a connection older than the trace, before any
+ * request was seen on it, that starts like a chunk: the middle of a
+ * response to a request read before tracing began. Its own parser frames
+ * it (cut.c); the connection's parser skips it as before.
+ */
+static void cut_begin(struct rt_correlator *c, struct rt_conn *conn, const struct rt_ev_sock_io *ev)
+{
+	struct rt_req *r;
+
+	if (!unseen_possible(conn) || !rt_cut_chunk_start(ev->data, ev->head_len))
+		return;
+	conn->cut_tried = true;
+	if (rt_cut_open(conn))
+		return;
+	r = unseen_req_new(c, conn, ev->hdr.ts_ns);
+	if (!r) {
+		rt_cut_close(conn);
+		return;
+	}
+	r->mid_body = true;
+	conn->cut = r->serial;
+}
+
+static void cut_feed(struct rt_correlator *c, struct rt_conn *conn, const struct rt_ev_sock_io *ev,
+		     struct io *io)
+{
+	struct rt_req *r = rt_req_get(c, conn->cut);
+
+	if (r)
+		r->resp_last_exit = ev->hdr.ts_ns;
+	io->cut = true;
+	rt_cut_feed(conn, ev, &cut_cb, io);
+	io->cut = false;
+	if (!conn->cut)
+		rt_cut_close(conn);
+}
 
 /* ---- socket records ---------------------------------------------------- */
 
@@ -829,10 +960,12 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 
 	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
 		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
+	if (!recv)
+		cut_begin(c, conn, ev);
 	if (!recv && t) {
 		uint64_t serial = conn->responding ? conn->responding :
 				  conn->n_fifo	   ? conn->fifo[0] :
-						     0;
+						     conn->cut;
 
 		if (serial && (r = rt_req_get(c, serial)))
 			rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);
@@ -857,6 +990,8 @@ void rt_conn_on_io(struct rt_correlator *c, const struct rt_ev_sock_io *ev)
 		if (ev->ret > 0)
 			conn->rx_seen = true;
 	}
+	if (!recv && conn->cut)
+		cut_feed(c, conn, ev, &io);
 	rt_stream_feed(&conn->stream, recv ? RT_STREAM_REQ : RT_STREAM_RESP, ev, &stream_ops, &io);
 	if (recv && conn->receiving && t && (r = rt_req_get(c, conn->receiving)))
 		rt_cpu_io_owner(c, t, r, ev->hdr.ts_ns);

@@ -676,7 +676,9 @@ static enum rt_phase current_phase(const struct rt_req *r)
 	case RT_REQ_WAITING:
 		return RT_PHASE_PRE_FIRST_TOKEN;
 	case RT_REQ_RESPONDING:
-		return r->span.first_token_ns ? RT_PHASE_DECODE : RT_PHASE_PRE_FIRST_TOKEN;
+		/* events seen without a first token: joined mid-body, decoding */
+		return r->span.first_token_ns || r->span.events_out ? RT_PHASE_DECODE :
+								      RT_PHASE_PRE_FIRST_TOKEN;
 	}
 	return RT_PHASE_OTHER;
 }

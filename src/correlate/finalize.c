@@ -454,6 +454,21 @@ static int64_t sum_phases(const struct rt_span *s)
 	return sum;
 }
 
+/*
+ * Started before the trace (docs/spans.md, "started_before_trace"): the
+ * phases partition a span from its start, which was not seen, so none is
+ * known, "other" included, and nothing is drawn.
+ */
+static void unseen_start(struct rt_span *s)
+{
+	uint32_t p;
+
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		clear(s, (enum rt_phase)p);
+	s->n_intervals = 0;
+	s->intervals_dropped = 0;
+}
+
 void rt_span_finalize(struct rt_req *r)
 {
 	struct rt_span *s = &r->span;
@@ -490,11 +505,13 @@ void rt_span_finalize(struct rt_req *r)
 	pack_phases(r, piv, npiv);
 	timeline(r, &x, piv, npiv);
 	/* other is the remainder: never measured, so it has no phase_source */
-	other = dur - sum_phases(s);
+	other = dur == RT_NULL_NS ? 0 : dur - sum_phases(s);
 	s->phase_ns[RT_PHASE_OTHER] = other > 0 ? other : 0;
 	s->phase_source[RT_PHASE_OTHER] = RT_PSRC_NONE;
 	if (!s->streamed || !s->first_token_ns)
 		s->first_token_ns = 0;
+	if (!s->start_ns)
+		unseen_start(s);
 	itl(r);
 	rt_cpu_sort_threads(&s->cpu);
 	clip_slices(s);

@@ -132,6 +132,10 @@ struct rt_req {
 	uint64_t vllm_tried; /* vllm.c: what a join was last tried with (0: never) */
 	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
 	int32_t id_slot; /* the response's "id_slot" (llama-server's sequence), -1: none seen */
+	/* started before the trace and joined mid-body: the first event seen is
+	 * not its first token; resp_last_exit: exit of the last write seen */
+	bool mid_body;
+	uint64_t resp_last_exit;
 
 	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
 	uint32_t n_touched;
@@ -277,6 +281,11 @@ struct rt_conn {
 	uint64_t fifo[RT_CONN_FIFO_MAX]; /* read, awaiting response, oldest first */
 	uint32_t n_fifo;
 	uint64_t responding; /* request whose response is being written */
+	/* a response joined mid-body on a connection older than the trace: its
+	 * request (0: none) and the parser that frames it (cut.c) */
+	uint64_t cut;
+	struct rt_http_resp_parser *cut_parser;
+	bool cut_tried; /* one such response per connection */
 	uint64_t last_activity;
 	/* both ends' addresses (AF_UNIX: socket inodes), to find the other end */
 	struct rt_sock_addr local, peer;
@@ -384,6 +393,16 @@ void rt_conn_on_close(struct rt_correlator *c, const struct rt_ev_sock_close *ev
 void rt_conn_on_arrival(struct rt_correlator *c, const struct rt_ev_sock_arrival *ev);
 void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn);
 void rt_conns_proc_exit(struct rt_correlator *c, uint32_t pid, uint64_t ts);
+
+/* cut.c: a response joined mid-body, framed by a parser of its own */
+/* p starts with a chunk-size line ("1a\r\n", "1a;ext\r\n") */
+bool rt_cut_chunk_start(const uint8_t *p, size_t n);
+/* makes conn->cut_parser, placed where a chunked SSE body's first chunk starts */
+int rt_cut_open(struct rt_conn *conn);
+/* feeds one write's head, gap and tail; returns the parser's error, 0 */
+int rt_cut_feed(struct rt_conn *conn, const struct rt_ev_sock_io *io,
+		const struct rt_http_resp_cb *cb, void *ctx);
+void rt_cut_close(struct rt_conn *conn);
 
 /* cpu.c */
 struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t pid, bool create);

@@ -746,7 +746,8 @@ static int each_span(const struct rt_span *s, void *ctx)
 {
 	struct span_filter *f = ctx;
 	uint32_t i, pos = f->pos++;
-	uint64_t dur = s->end_ns - s->start_ns;
+	/* started before the trace (no start): no duration to rank by */
+	uint64_t dur = s->start_ns ? s->end_ns - s->start_ns : 0;
 
 	if (!matches(f, s))
 		return 0;
@@ -853,9 +854,17 @@ static void each_inflight(const struct rt_inflight *r, void *ctx)
 	rt_jsonw_key(&x->w, "group");
 	rt_jsonw_str_val(&x->w, r->group);
 	key_u64(&x->w, "pid", r->pid);
-	key_u64(&x->w, "start_ns", r->start_ns);
+	rt_jsonw_key(&x->w, "start_ns");
+	if (r->start_ns) {
+		rt_jsonw_uint(&x->w, r->start_ns);
+	} else { /* started before the trace */
+		rt_jsonw_null(&x->w);
+	}
 	rt_jsonw_key(&x->w, "age_ms");
-	rt_jsonw_ms(&x->w, x->now > r->start_ns ? (int64_t)(x->now - r->start_ns) : 0);
+	if (r->start_ns)
+		rt_jsonw_ms(&x->w, x->now > r->start_ns ? (int64_t)(x->now - r->start_ns) : 0);
+	else
+		rt_jsonw_null(&x->w);
 	rt_jsonw_key(&x->w, "phase");
 	rt_jsonw_str_val(&x->w, rt_phase_name(r->phase));
 	key_u64(&x->w, "events_out", r->events_out);

@@ -78,6 +78,8 @@ static uint64_t span_base(const struct rt_span *s, uint64_t seed)
 
 	h = fnv(h, &s->pid, sizeof(s->pid));
 	h = fnv(h, &s->start_ns, sizeof(s->start_ns));
+	if (!s->start_ns) /* started before the trace: its end tells it from others */
+		h = fnv(h, &s->end_ns, sizeof(s->end_ns));
 	h = fnv(h, s->request_id, strnlen(s->request_id, sizeof(s->request_id)));
 	return h;
 }
@@ -492,6 +494,10 @@ static void request_spans(struct rt_jsonw *w, const struct rt_span *s, uint64_t 
 	}
 	if (!end) /* not finished (exported as incomplete): up to what was seen */
 		end = s->last_token_ns > s->received_ns ? s->last_token_ns : s->received_ns;
+	/* started before the trace: OTLP wants a start, the unknown one is not
+	 * guessed; the span is a point at its end, flagged started_before_trace */
+	if (!start)
+		start = end;
 	snprintf(name, sizeof(name), "%s%s%.*s", s->method[0] ? s->method : "HTTP",
 		 s->path[0] ? " " : "", (int)strcspn(s->path, "?"), s->path);
 	span_head(w, &req, name, KIND_SERVER, start, end, off);

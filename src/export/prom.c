@@ -161,7 +161,7 @@ void rt_prom__observe(struct rt_prom *p, const struct rt_span *s)
 		p->requests[g][path][s->outcome]++;
 
 	dur = rt_span_duration_ns(s);
-	if (s->end_ns)
+	if (s->end_ns && dur != RT_NULL_NS) /* else started before the trace */
 		observe(&p->dur[g][op], dur_bounds, NB(dur_bounds), (double)dur / 1e9);
 	/* TTFT and TPOT are defined "for successful responses" */
 	ttft = rt_span_ttft_ns(s);

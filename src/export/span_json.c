@@ -350,8 +350,7 @@ void rt_span_to_json(struct rt_jsonw *w, const struct rt_span *s)
 	key_ns_or_null(w, "received_ns", s->received_ns);
 	key_ns_or_null(w, "first_token_ns", s->first_token_ns);
 	key_ns_or_null(w, "end_ns", s->end_ns);
-	rt_jsonw_key(w, "duration_ms");
-	rt_jsonw_ms(w, rt_span_duration_ns(s));
+	key_ms_or_null(w, "duration_ms", rt_span_duration_ns(s));
 	key_ms_or_null(w, "ttft_ms", rt_span_ttft_ns(s));
 	rt_jsonw_key(w, "events_out");
 	rt_jsonw_uint(w, s->events_out);

@@ -265,7 +265,10 @@ static void header(struct wf *w, const struct rt_span *s)
 	put_line(w, line);
 
 	n = 0;
-	snprintf(items[n++], ITEM_MAX, "duration %.1f ms", ms(w->dur_ns));
+	if (w->dur_ns == RT_NULL_NS)
+		snprintf(items[n++], ITEM_MAX, "duration - (started before the trace)");
+	else
+		snprintf(items[n++], ITEM_MAX, "duration %.1f ms", ms(w->dur_ns));
 	if (rt_span_ttft_ns(s) != RT_NULL_NS)
 		snprintf(items[n++], ITEM_MAX, "TTFT %.1f ms", ms(rt_span_ttft_ns(s)));
 	else
@@ -615,8 +618,10 @@ int rt_waterfall_print(FILE *f, const struct rt_span *s, const struct rt_waterfa
 	/* an untrusted record may end before it starts: draw it as zero length */
 	w.dur_ns = rt_span_duration_ns(s);
 	header(&w, s);
-	phases(&w, s);
-	threads(&w, s);
+	if (w.dur_ns != RT_NULL_NS) { /* else no start to lay the bars from */
+		phases(&w, s);
+		threads(&w, s);
+	}
 	gpu(&w, s);
 	reported(&w, s);
 	server_cmp(&w, s);

@@ -90,7 +90,7 @@ static int queue_growth(struct rt_fctx *c)
 	uint64_t *arr = NULL, *end = NULL, a0, a1;
 	struct by_arrival *ba = NULL;
 	double q1 = 0, q4 = 0, growth, lam, mu, w1 = 0, w4 = 0, sh, span_ns;
-	size_t i, n = c->n, done = 0, k1 = 0, k4 = 0, maxq = 0;
+	size_t i, n = c->n, m = 0, done = 0, k1 = 0, k4 = 0, maxq = 0;
 	struct rt_jsonw w;
 	int err = 0, k;
 
@@ -104,11 +104,18 @@ static int queue_growth(struct rt_fctx *c)
 		goto cleanup;
 	}
 	for (i = 0; i < n; i++) {
-		arr[i] = rt_span_origin_ns(&c->spans[i]);
-		end[i] = c->spans[i].end_ns;
-		ba[i].t = arr[i];
-		ba[i].wait = wait_ns(&c->spans[i]);
+		/* a request that started before the trace has no arrival to place */
+		if (!rt_span_origin_ns(&c->spans[i]))
+			continue;
+		arr[m] = rt_span_origin_ns(&c->spans[i]);
+		end[m] = c->spans[i].end_ns;
+		ba[m].t = arr[m];
+		ba[m].wait = wait_ns(&c->spans[i]);
+		m++;
 	}
+	n = m;
+	if (n < QG_MIN_REQUESTS)
+		goto cleanup;
 	qsort(arr, n, sizeof(*arr), cmp_u64);
 	qsort(end, n, sizeof(*end), cmp_u64);
 	qsort(ba, n, sizeof(*ba), cmp_arr);

@@ -99,7 +99,8 @@ static void context(struct rt_fctx *c)
 			c->w0 = o;
 		if (s->end_ns > c->w1)
 			c->w1 = s->end_ns;
-		c->sum_dur_ns += (double)rt_span_duration_ns(s);
+		if (o) /* else started before the trace: no duration */
+			c->sum_dur_ns += (double)rt_span_duration_ns(s);
 		for (p = 0; p < RT_PHASE__COUNT; p++) {
 			if (s->phase_ns[p] != RT_NULL_NS && s->phase_ns[p] > 0)
 				c->phase_sum_ns[p] += (double)s->phase_ns[p];

@@ -15,6 +15,13 @@ killed with SIGKILL mid-load and a new one started with the same options.
   - spans cut by the restart (requests that began before the new daemon
     started, and requests on connections it did not see open) are flagged
     started_before_trace or incomplete;
+  - a request in flight across the restart, whose request the new daemon
+    never saw, still has a span: flagged started_before_trace, start,
+    duration, TTFT and phases null, matched to the load's request only by
+    the id its response carries (the testbed's "cmpl-<request id>"), never
+    to a request that also has a whole span, with no more events than the
+    request had; several are in flight at the kill (two keep-alive
+    connections, 10 ms per token), at least one must be found;
   - no span is wrong: each names the testbed's pid and a request the load
     sent, its instants are in the order causality sets against the client's
     (sent < first read returns <= request read whole < response read whole;
@@ -167,7 +174,66 @@ def main():
              or s["status"] != truth[s["request_id"]]["status"]]
     check(not wrong, "every unflagged span is ok with its request's status and events "
           "(off: %s)" % wrong[:4])
+    check_unseen(spans, truth, known, t_kill, t_spawn, t_traced_ns)
     lc.finish()
+
+
+def check_unseen(spans, truth, known, t_kill, t_spawn, t_traced_ns):
+    """Spans of requests whose start the new daemon did not see (docs/spans.md)."""
+    unseen = [s for s in spans if s["start_ns"] is None]
+    in_flight = [i for i, r in truth.items() if r["start_ns"] < t_kill < r["end_ns"]]
+    bad = [(s["request_id"], s["flags"], s["duration_ms"], s["ttft_ms"], s["arrival_ns"],
+            s["received_ns"]) for s in unseen
+           if "started_before_trace" not in s["flags"] or s["duration_ms"] is not None
+           or s["ttft_ms"] is not None or s["arrival_ns"] is not None
+           or s["received_ns"] is not None or s["intervals"]
+           or any(v is not None for v in s["phases"].values())]
+    check(not bad, "a span without a start is flagged started_before_trace, with null "
+          "duration, TTFT, arrival, receipt and phases (off: %s)" % bad[:4])
+    bad = [s["request_id"] for s in spans
+           if "started_before_trace" in s["flags"] and s["start_ns"] is not None]
+    check(not bad, "started_before_trace is set only on spans without a start (off: %s)"
+          % bad[:4])
+    # the testbed's response id is "cmpl-" + the request's x-request-id
+    matched = {}
+    for s in unseen:
+        rid = s["response_id"] or ""
+        if rid.startswith("cmpl-") and rid[5:] in truth:
+            matched.setdefault(rid[5:], []).append(s)
+    log("in flight at the kill: %d requests; spans without a start: %d, %d of them matched "
+        "to a load request by response id (%s)"
+        % (len(in_flight), len(unseen), len(matched),
+           ", ".join("%s %d events%s" % (i, v[0]["events_out"],
+                                         " first token seen" if v[0]["first_token_ns"] else "")
+                     for i, v in sorted(matched.items()))))
+    check(len(matched) >= 1, "at least one request in flight across the restart has a span "
+          "from the new daemon, flagged (%d of %d in flight at the kill)"
+          % (len(matched), len(in_flight)))
+    whole_ids = {s["request_id"] for s in known}
+    wrong = []
+    for i, v in matched.items():
+        r = truth[i]
+        for s in v:
+            if len(v) > 1 or i in whole_ids:
+                wrong.append((i, "twice", len(v), i in whole_ids))
+            elif not (r["start_ns"] < t_traced_ns and t_spawn < s["end_ns"]):
+                # its request was sent before the new daemon traced the target, which
+                # then saw its response end
+                wrong.append((i, "interval", r["start_ns"], t_traced_ns, t_spawn,
+                              s["end_ns"]))
+            elif s["events_out"] > r["events"]:
+                wrong.append((i, "events", s["events_out"], r["events"]))
+            elif s["tokens_out"] is not None and s["tokens_out"] != r["tokens"]:
+                wrong.append((i, "tokens", s["tokens_out"], r["tokens"]))
+            elif s["status"] is not None and s["status"] != r["status"]:
+                wrong.append((i, "status", s["status"], r["status"]))
+            elif s["first_token_ns"] is not None and (
+                    r["ttft_ns"] is None or s["first_token_ns"] > r["ttft_ns"]):
+                wrong.append((i, "first token", s["first_token_ns"], r["ttft_ns"]))
+            elif "incomplete" not in s["flags"] and s["outcome"] != "ok":
+                wrong.append((i, "outcome", s["outcome"]))
+    check(not wrong, "no span without a start is matched to a wrong request or says more "
+          "than its request had (off: %s)" % wrong[:4])
 
 
 if __name__ == "__main__":

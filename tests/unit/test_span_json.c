@@ -82,6 +82,31 @@ static void test_exact_and_nulls(void **state)
 	rt_jsonw_fini(&w);
 }
 
+/* Started before the trace: no start, so no duration and no TTFT, never a number. */
+static void test_unseen_start(void **state)
+{
+	struct rt_jsonw w;
+	struct rt_span s;
+	int p;
+
+	(void)state;
+	sample(&s);
+	s.start_ns = s.received_ns = 0;
+	for (p = 0; p < RT_PHASE__COUNT; p++)
+		s.phase_ns[p] = RT_NULL_NS;
+	s.flags = RT_SPAN_STARTED_BEFORE_TRACE;
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, &s);
+	assert_true(rt_jsonw_ok(&w));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"start_ns\":null,\"received_ns\":null,"
+						 "\"first_token_ns\":9007199279740993,"
+						 "\"end_ns\":9007199379741492,\"duration_ms\":null,"
+						 "\"ttft_ms\":null,"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"other_ms\":null}"));
+	assert_non_null(strstr(rt_jsonw_str(&w), "\"flags\":[\"started_before_trace\"]"));
+	rt_jsonw_fini(&w);
+}
+
 static void test_round_trip(void **state)
 {
 	struct rt_jsonw w;
@@ -471,6 +496,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_and_nulls),
+		cmocka_unit_test(test_unseen_start),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_gpu_split),
 		cmocka_unit_test(test_pack_and_server),
