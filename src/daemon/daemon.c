@@ -472,6 +472,7 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	po.corr.on_span = on_span;
 	po.corr.ctx = d;
 	po.corr.max_requests = o->max_requests;
+	po.corr.max_vllm_requests = o->max_vllm_requests;
 	po.corr.idle_timeout_ns = o->idle_timeout_ns;
 	d->pipe = rt_pipeline__new(&po);
 	tcb.add = target_add;
