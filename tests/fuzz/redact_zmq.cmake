@@ -6,7 +6,8 @@
 # -DRT_FUZZ=ON and clang: the libFuzzer target fuzz_redact_zmq, e.g.
 #   CC=clang cmake -S . -B build-fuzz -DRT_FUZZ=ON
 #   cmake --build build-fuzz --target fuzz_redact_zmq
-#   mkdir -p /tmp/rz && build-fuzz/tests/fuzz_redact_zmq -max_total_time=600 /tmp/rz tests/fuzz/corpus/vllm
+#   mkdir -p /tmp/rz && build-fuzz/tests/fuzz_redact_zmq -max_total_time=600 \
+#     -dict=tests/fuzz/vllm.dict /tmp/rz tests/fuzz/corpus/vllm tests/fuzz/corpus/redact_zmq
 if(NOT DEFINED RT_FUZZ)
 	option(RT_FUZZ "Build the libFuzzer harnesses (needs clang)" OFF)
 endif()
@@ -16,8 +17,10 @@ add_executable(fuzz_redact_zmq_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_redact_zmq.
 target_link_libraries(fuzz_redact_zmq_replay PRIVATE reqtrace_core)
 # redact_int.h: the frame walker is internal to the export module
 target_include_directories(fuzz_redact_zmq_replay PRIVATE ${CMAKE_SOURCE_DIR}/src/export)
+# corpus/redact_zmq: what a 660 s libFuzzer run added to it (no finding)
 rt_script_test(fuzz_redact_zmq_corpus LABEL unit TIMEOUT 120
-	COMMAND fuzz_redact_zmq_replay ${CMAKE_CURRENT_LIST_DIR}/corpus/vllm)
+	COMMAND fuzz_redact_zmq_replay ${CMAKE_CURRENT_LIST_DIR}/corpus/vllm
+		${CMAKE_CURRENT_LIST_DIR}/corpus/redact_zmq)
 
 if(RT_FUZZ)
 	if(CMAKE_C_COMPILER_ID MATCHES "Clang")
