@@ -487,7 +487,8 @@ static struct zstream *stream_get(struct rt_zmq_redact *zr, const struct rt_ev_z
 
 	if (s)
 		/* another stream under the same key: masked */
-		return s->pid == z->hdr.pid && s->socket == z->socket && s->dir == z->dir ? s : NULL;
+		return s->pid == z->hdr.pid && s->socket == z->socket && s->dir == z->dir ? s :
+											    NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;

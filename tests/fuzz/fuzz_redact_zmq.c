@@ -156,8 +156,8 @@ static struct rt_zmq_redact *zr;
 static uint64_t calls;
 
 /* The frame as records: [type, payload] received, or an outputs frame sent, in chunks of step. */
-static void as_records(enum rt_zmq_role role, uint8_t type, const uint8_t *p, size_t n,
-		       size_t step, const uint8_t *want)
+static void as_records(enum rt_zmq_role role, uint8_t type, const uint8_t *p, size_t n, size_t step,
+		       const uint8_t *want)
 {
 	size_t cap = n < RT_ZMQ_CAP_MAX ? n : RT_ZMQ_CAP_MAX, off = 0;
 	uint8_t *rec = malloc(sizeof(struct rt_ev_zmq_msg) + RT_ZMQ_CHUNK_MAX);

@@ -238,33 +238,34 @@ static const char add_full[] = "\xdc\x00\x10"
 			       "chatcmpl-r1";
 
 /* redacted: token ids 0 at their widths, the sampling values the decoder does not read masked */
-static const char add_full_red[] = "\xdc\x00\x10"
-				   "\xb4"
-				   "chatcmpl-r1-0a1b2c3d" /* request_id kept */
-				   "\x93\x00\xcd\x00\x00\x00" /* prompt [1, 15043, 2] -> [0, 0, 0] */
-				   "\xc0"
-				   "\x84"
-				   "\xaa"
-				   "max_tokens"
-				   "\x08" /* read: kept */
-				   "\xab"
-				   "output_kind"
-				   "\x00"
-				   "\xad"
-				   "_eos_token_id"
-				   "\x00"
-				   "\xb3"
-				   "_all_stop_token_ids"
-				   "\x91\x00"
-				   "\xc0"
-				   "\x00" /* eos_token_id: a token id */
-				   "\xcb\x41\xd9\x54\xfc\x40\x10\x00\x00" /* arrival_time kept */
-				   "\xc0\xc0\xc0"
-				   "\xc0"
-				   "\x00\x00\x00"
-				   "\xc0"
-				   "\xab"
-				   "chatcmpl-r1";
+static const char add_full_red[] =
+	"\xdc\x00\x10"
+	"\xb4"
+	"chatcmpl-r1-0a1b2c3d" /* request_id kept */
+	"\x93\x00\xcd\x00\x00\x00" /* prompt [1, 15043, 2] -> [0, 0, 0] */
+	"\xc0"
+	"\x84"
+	"\xaa"
+	"max_tokens"
+	"\x08" /* read: kept */
+	"\xab"
+	"output_kind"
+	"\x00"
+	"\xad"
+	"_eos_token_id"
+	"\x00"
+	"\xb3"
+	"_all_stop_token_ids"
+	"\x91\x00"
+	"\xc0"
+	"\x00" /* eos_token_id: a token id */
+	"\xcb\x41\xd9\x54\xfc\x40\x10\x00\x00" /* arrival_time kept */
+	"\xc0\xc0\xc0"
+	"\xc0"
+	"\x00\x00\x00"
+	"\xc0"
+	"\xab"
+	"chatcmpl-r1";
 
 static const char add_options[] = "\xdc\x00\x10"
 				  "\xb5"
@@ -345,49 +346,48 @@ static const char add_options_red[] =
 	"\xaa"
 	"cmpl-abc-0";
 
-static const char outs_three[] =
-	"\x98"
-	"\x01"
-	"\x93"
-	"\x9d"
-	"\xb2"
-	"cmpl-r3-0-11223344"
-	"\x91\xcd\x26\xb2"
-	"\xc0\xc0\xc0\xc0\xc0"
-	"\x92"
-	"\x82\xa4type\x01\xa9timestamp\xcb\x40\x59\x00\x00\x00\x00\x00\x00"
-	"\x82\xa4type\x02\xa9timestamp\xcb\x40\x59\x20\x00\x00\x00\x00\x00"
-	"\xc0\xc0"
-	"\x10"
-	"\xc0\x00"
-	"\x9d"
-	"\xb4"
-	"chatcmpl-r1-0a1b2c3d"
-	"\x92\x0d\x0e"
-	"\xc0\xc0\xc0"
-	"\x00"
-	"\xa3"
-	"END"
-	"\xc0\xc0\xc0"
-	"\x00\xc0\x00"
-	"\x9d"
-	"\xa2"
-	"r4"
-	"\x91\x07"
-	"\xc0\xc0\xc0"
-	"\x01"
-	"\xcd\x01\x00"
-	"\x91"
-	"\x82\xa9timestamp\xcb\x40\x69\x04\x00\x00\x00\x00\x00\xa4type\x03"
-	"\xc0\xc0"
-	"\x00\xc0\x00"
-	"\x82"
-	"\xb0num_running_reqs\x02"
-	"\xb0num_waiting_reqs\x00"
-	"\xcb\x40\xc8\x1d\x00\x00\x00\x00\x00"
-	"\xc0"
-	"\x91\xa2r9"
-	"\xc0\xc0";
+static const char outs_three[] = "\x98"
+				 "\x01"
+				 "\x93"
+				 "\x9d"
+				 "\xb2"
+				 "cmpl-r3-0-11223344"
+				 "\x91\xcd\x26\xb2"
+				 "\xc0\xc0\xc0\xc0\xc0"
+				 "\x92"
+				 "\x82\xa4type\x01\xa9timestamp\xcb\x40\x59\x00\x00\x00\x00\x00\x00"
+				 "\x82\xa4type\x02\xa9timestamp\xcb\x40\x59\x20\x00\x00\x00\x00\x00"
+				 "\xc0\xc0"
+				 "\x10"
+				 "\xc0\x00"
+				 "\x9d"
+				 "\xb4"
+				 "chatcmpl-r1-0a1b2c3d"
+				 "\x92\x0d\x0e"
+				 "\xc0\xc0\xc0"
+				 "\x00"
+				 "\xa3"
+				 "END"
+				 "\xc0\xc0\xc0"
+				 "\x00\xc0\x00"
+				 "\x9d"
+				 "\xa2"
+				 "r4"
+				 "\x91\x07"
+				 "\xc0\xc0\xc0"
+				 "\x01"
+				 "\xcd\x01\x00"
+				 "\x91"
+				 "\x82\xa9timestamp\xcb\x40\x69\x04\x00\x00\x00\x00\x00\xa4type\x03"
+				 "\xc0\xc0"
+				 "\x00\xc0\x00"
+				 "\x82"
+				 "\xb0num_running_reqs\x02"
+				 "\xb0num_waiting_reqs\x00"
+				 "\xcb\x40\xc8\x1d\x00\x00\x00\x00\x00"
+				 "\xc0"
+				 "\x91\xa2r9"
+				 "\xc0\xc0";
 
 static const char outs_three_red[] =
 	"\x98"
@@ -449,7 +449,10 @@ struct golden {
 	size_t len, want_len;
 };
 
-#define G(role, in, want) { role, in, want, sizeof(in) - 1, sizeof(want) - 1 }
+#define G(role, in, want)                                                                          \
+	{                                                                                          \
+		role, in, want, sizeof(in) - 1, sizeof(want) - 1                                   \
+	}
 
 static const struct golden goldens[] = {
 	G(RT_ZMQ_ROLE_ADD, add_full, add_full_red),
@@ -473,8 +476,8 @@ static void test_golden(void **state)
 		if (memcmp(out, v->want, v->len))
 			for (size_t i = 0; i < v->len; i++)
 				if (out[i] != (uint8_t)v->want[i])
-					fail_msg("golden %zu: byte %zu is %#x, want %#x", g, i, out[i],
-						 (uint8_t)v->want[i]);
+					fail_msg("golden %zu: byte %zu is %#x, want %#x", g, i,
+						 out[i], (uint8_t)v->want[i]);
 		decode(v->role, (const uint8_t *)v->in, v->len, v->len, &a);
 		decode(v->role, out, v->len, v->len, &b);
 		assert_true(a.ret >= 0);
@@ -562,7 +565,8 @@ static uint64_t clock_ns = 1000;
 
 /* One chunk of a frame, as the probe writes it. */
 static void chunk(struct zrec *r, uint32_t tid, uint64_t sock, uint8_t dir, uint64_t enter,
-		  const uint8_t *frame, uint32_t frame_len, uint32_t off, uint16_t len, uint8_t flags)
+		  const uint8_t *frame, uint32_t frame_len, uint32_t off, uint16_t len,
+		  uint8_t flags)
 {
 	memset(r, 0, sizeof(*r));
 	r->z.hdr.kind = RT_EV_ZMQ_MSG;
@@ -1126,15 +1130,15 @@ static void test_random(void **state)
 					len = (uint16_t)pick(len);
 				if (at + len > fl)
 					at = fl - len;
-				chunk(&r, 20 + pick(2), SOCK_ENG + pick(2), 1 + pick(2), pick(3), in,
-				      (uint32_t)n, at, len, (uint8_t)pick(16));
+				chunk(&r, 20 + pick(2), SOCK_ENG + pick(2), 1 + pick(2), pick(3),
+				      in, (uint32_t)n, at, len, (uint8_t)pick(16));
 				red = (const void *)rt_redactor__redact(rd, &r.z.hdr);
 				if (red)
 					for (i = 0; i < len; i++)
 						if (red->data[i] != r.z.data[i] && red->data[i] &&
 						    red->data[i] != X && red->data[i] != 0x80)
-							fail_msg("iteration %d: record byte %zu", it,
-								 i);
+							fail_msg("iteration %d: record byte %zu",
+								 it, i);
 				off += len ? len : 1;
 			} while (off < fl && pick(8));
 			if (pick(50) == 0) {
@@ -1174,9 +1178,11 @@ static void check_msg(struct asm_stream *o, struct asm_stream *r, struct msgs *m
 	unsigned flags = 0;
 
 	for (uint32_t i = 0; i < o->n; i++) {
-		fo[i] = (struct rt_vllm_frame){ .data = o->frames[i], .len = o->len[i],
+		fo[i] = (struct rt_vllm_frame){ .data = o->frames[i],
+						.len = o->len[i],
 						.size = o->len[i] };
-		fr[i] = (struct rt_vllm_frame){ .data = r->frames[i], .len = r->len[i],
+		fr[i] = (struct rt_vllm_frame){ .data = r->frames[i],
+						.len = r->len[i],
 						.size = r->len[i] };
 		assert_int_equal(o->len[i], r->len[i]);
 	}
