@@ -333,6 +333,9 @@ void rt_daemon__drops(struct rt_daemon *d, const struct rt_bpf_stats *bs,
 	fn(ctx, "correlator_conns", cs.dropped_conns);
 	fn(ctx, "correlator_requests", cs.dropped_requests);
 	fn(ctx, "correlator_threads", cs.dropped_threads);
+	/* vLLM: the engine-request table (max_vllm_requests) and the executor's holds */
+	fn(ctx, "correlator_vllm_requests", cs.vllm_dropped);
+	fn(ctx, "correlator_vllm_exec", cs.vllm_exec_dropped);
 	fn(ctx, "store_evicted", ss.evicted);
 	fn(ctx, "targets_pids", ts.pids_dropped);
 	fn(ctx, "targets_netns_skipped", ts.netns_skipped);

@@ -62,6 +62,7 @@ static const struct {
 	[RT_CFG_JSONL_MAX_BYTES] = { "jsonl_max_bytes", "exporters" },
 	[RT_CFG_JSONL_KEEP] = { "jsonl_keep", "exporters" },
 	[RT_CFG_PACK_DIR] = { "pack_dir", "daemon" },
+	[RT_CFG_MAX_VLLM_REQUESTS] = { "max_vllm_requests", "limits" },
 };
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
@@ -542,6 +543,17 @@ int rt_config_set(struct rt_config *c, enum rt_cfg_key k, const char *value, cha
 		else
 			c->o.max_requests = (uint32_t)v;
 		break;
+	case RT_CFG_MAX_VLLM_REQUESTS:
+		/* auto: as many as max_requests, whatever that is set to */
+		if (!strcasecmp(value, "auto")) {
+			c->o.max_vllm_requests = 0;
+			break;
+		}
+		if (parse_count(value, 1, 10000000, &v))
+			return fail(why, len, "bad number '%s' (want 1 to 10000000, or auto)",
+				    value);
+		c->o.max_vllm_requests = (uint32_t)v;
+		break;
 	case RT_CFG_IDLE_TIMEOUT:
 		if (rt_dur_parse(value, &ns) || !ns)
 			return fail(why, len,
@@ -859,6 +871,8 @@ int rt_config_merge(struct rt_config *b, const struct rt_config *o)
 		b->o.max_spans = o->o.max_spans;
 	if (OVER(RT_CFG_MAX_REQUESTS))
 		b->o.max_requests = o->o.max_requests;
+	if (OVER(RT_CFG_MAX_VLLM_REQUESTS))
+		b->o.max_vllm_requests = o->o.max_vllm_requests;
 	if (OVER(RT_CFG_IDLE_TIMEOUT))
 		b->o.idle_timeout_ns = o->o.idle_timeout_ns;
 	if (OVER(RT_CFG_METRICS_LISTEN))
@@ -943,6 +957,7 @@ uint64_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
 	DIFF(RT_CFG_TAIL_BYTES, x->tail_bytes != y->tail_bytes);
 	DIFF(RT_CFG_MAX_SPANS, x->max_spans != y->max_spans);
 	DIFF(RT_CFG_MAX_REQUESTS, x->max_requests != y->max_requests);
+	DIFF(RT_CFG_MAX_VLLM_REQUESTS, x->max_vllm_requests != y->max_vllm_requests);
 	DIFF(RT_CFG_IDLE_TIMEOUT, x->idle_timeout_ns != y->idle_timeout_ns);
 	DIFF(RT_CFG_METRICS_LISTEN, str_differ(x->metrics_listen, y->metrics_listen));
 	DIFF(RT_CFG_OTLP_ENDPOINT, str_differ(x->otlp.endpoint, y->otlp.endpoint));
@@ -1032,7 +1047,7 @@ bool rt_config_key_live(enum rt_cfg_key k)
 			return true;
 		/*
 		 * Restart: ring_size, head/tail_bytes (BPF maps and programs
-		 * built at load), max_requests, idle_timeout (the correlator's
+		 * built at load), max_requests, max_vllm_requests, idle_timeout (the correlator's
 		 * tables and options are fixed at start), sockets, socket_group,
 		 * inject (bound at start, capabilities since dropped), targets,
 		 * record, capture_bodies, metrics_listen.

@@ -49,6 +49,7 @@ enum rt_cfg_key {
 	RT_CFG_JSONL_MAX_BYTES,
 	RT_CFG_JSONL_KEEP,
 	RT_CFG_PACK_DIR,
+	RT_CFG_MAX_VLLM_REQUESTS, /* last: the keys above keep their bits */
 	RT_CFG__N,
 };
 

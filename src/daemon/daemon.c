@@ -414,9 +414,10 @@ void rt_daemon__record_stop(struct rt_daemon *d)
 
 		rt_redactor__stats(d->redact, &rs);
 		ilog("recording %s: %llu socket records redacted, %llu masked whole (table full), "
-		     "%llu not HTTP/1.x",
+		     "%llu not HTTP/1.x; ZeroMQ: %llu by structure, %llu masked whole",
 		     d->rec_path, (unsigned long long)rs.records, (unsigned long long)rs.no_slot,
-		     (unsigned long long)rs.unreadable);
+		     (unsigned long long)rs.unreadable, (unsigned long long)rs.zmq_walked,
+		     (unsigned long long)rs.zmq_masked);
 		rt_redactor__free(d->redact);
 		d->redact = NULL;
 	}
@@ -472,6 +473,7 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	po.corr.on_span = on_span;
 	po.corr.ctx = d;
 	po.corr.max_requests = o->max_requests;
+	po.corr.max_vllm_requests = o->max_vllm_requests;
 	po.corr.idle_timeout_ns = o->idle_timeout_ns;
 	d->pipe = rt_pipeline__new(&po);
 	tcb.add = target_add;

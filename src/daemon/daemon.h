@@ -67,6 +67,7 @@ struct rt_daemon_opts {
 	uint16_t head_bytes, tail_bytes;
 	uint32_t max_spans;
 	uint32_t max_requests;
+	uint32_t max_vllm_requests; /* vLLM engine requests held for the join; 0: max_requests */
 	uint64_t idle_timeout_ns;
 	const char *
 		metrics_listen; /* ADDR:PORT of the Prometheus listener (docs/metrics.md); NULL: off */

@@ -33,6 +33,7 @@ enum {
 	OPT_TAIL,
 	OPT_MAX_SPANS,
 	OPT_MAX_REQUESTS,
+	OPT_MAX_VLLM_REQUESTS,
 	OPT_IDLE,
 	OPT_LOG_LEVEL,
 	OPT_CONFIG,
@@ -91,6 +92,8 @@ static void usage(FILE *f)
 		"1024)\n"
 		"  --max-spans N      finished spans kept for queries (default 10000)\n"
 		"  --max-requests N   requests tracked in flight (default 8192)\n"
+		"  --max-vllm-requests N  vLLM engine requests held for the join (default auto:\n"
+		"                     as many as --max-requests)\n"
 		"  --idle-timeout DUR a request with no activity this long ends as timeout "
 		"(default 5m)\n"
 		"  --log-level L      error, warn, info (default) or debug\n"
@@ -274,6 +277,7 @@ int main(int argc, char **argv)
 		{ "tail-bytes", required_argument, NULL, OPT_TAIL },
 		{ "max-spans", required_argument, NULL, OPT_MAX_SPANS },
 		{ "max-requests", required_argument, NULL, OPT_MAX_REQUESTS },
+		{ "max-vllm-requests", required_argument, NULL, OPT_MAX_VLLM_REQUESTS },
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "config", required_argument, NULL, OPT_CONFIG },
@@ -378,6 +382,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_MAX_REQUESTS:
 			k = RT_CFG_MAX_REQUESTS;
+			break;
+		case OPT_MAX_VLLM_REQUESTS:
+			k = RT_CFG_MAX_VLLM_REQUESTS;
 			break;
 		case OPT_IDLE:
 			k = RT_CFG_IDLE_TIMEOUT;

@@ -33,6 +33,7 @@ struct conn {
 
 struct rt_redactor {
 	struct rt_hmap conns;
+	struct rt_zmq_redact *zmq; /* ZeroMQ streams (redact_zmq.c) */
 	struct rt_redactor_stats st;
 	/* the payload being redacted: its bytes, and their redacted form */
 	struct rt_body_mask *body;
@@ -236,13 +237,25 @@ static void observe(struct rt_redactor *r, const struct rt_event_hdr *ev)
 		conn_drop(r, conn_key(ev->pid, ((const struct rt_ev_sock_close *)ev)->fd));
 		break;
 	case RT_EV_PROC_EXIT:
-		if (((const struct rt_ev_proc_exit *)ev)->group_dead)
+		if (((const struct rt_ev_proc_exit *)ev)->group_dead) {
 			drop_pid(r, ev->pid);
+			rt_zmq_redact_drop_pid(r->zmq, ev->pid);
+		}
 		break;
 	case RT_EV_TARGET:
-		if (((const struct rt_ev_target *)ev)->leave)
+		if (((const struct rt_ev_target *)ev)->leave) {
 			drop_pid(r, ev->pid);
+			rt_zmq_redact_drop_pid(r->zmq, ev->pid);
+		}
 		break;
+	case RT_EV_LOSS: {
+		uint32_t kind = ((const struct rt_ev_loss *)ev)->lost_kind;
+
+		/* as the correlator: ZeroMQ frames may be among what was lost */
+		if (!kind || kind == RT_EV_ZMQ_MSG)
+			rt_zmq_redact_loss(r->zmq, ev->pid);
+		break;
+	}
 	default:
 		break;
 	}
@@ -254,20 +267,21 @@ static bool is_io(const struct rt_event_hdr *ev)
 }
 
 /*
- * Kinds that open or end connections (the rest, most records, pass unread:
- * SOCK_ARRIVAL among them, times and an fd, no payload).
+ * Kinds that open or end connections or streams (the rest, most records,
+ * pass unread: SOCK_ARRIVAL among them, times and an fd, no payload).
  */
 static bool is_observed(const struct rt_event_hdr *ev)
 {
 	return ev->kind == RT_EV_SOCK_ACCEPT || ev->kind == RT_EV_SOCK_CONNECT ||
 	       ev->kind == RT_EV_SOCK_CLOSE || ev->kind == RT_EV_PROC_EXIT ||
-	       ev->kind == RT_EV_TARGET;
+	       ev->kind == RT_EV_TARGET || ev->kind == RT_EV_LOSS;
 }
 
 /*
- * A ZeroMQ frame (an engine's own messages: prompts, token ids) has no
- * parser here to say what is safe: every byte is masked, the length kept.
- * A malformed one is wiped past its fixed part.
+ * A ZeroMQ frame (an engine's own messages: prompt and output token ids
+ * next to the ids and times replay needs): redacted by its vLLM message
+ * structure (redact_zmq.c), length kept. A malformed one is wiped past its
+ * fixed part.
  */
 static int mask_zmq(struct rt_redactor *r, struct rt_event_hdr *ev)
 {
@@ -279,7 +293,12 @@ static int mask_zmq(struct rt_redactor *r, struct rt_event_hdr *ev)
 			memset(z->data, 0, ev->size - sizeof(*z));
 		return -EINVAL;
 	}
-	memset(z->data, RT_REDACT_MASK, z->len);
+	/* the record may be larger than its bytes: nothing stale may ride along */
+	memset(z->data + z->len, 0, ev->size - sizeof(*z) - z->len);
+	if (rt_zmq_redact_record(r->zmq, z))
+		r->st.zmq_walked++;
+	else
+		r->st.zmq_masked++;
 	r->st.records++;
 	r->st.bytes += z->len;
 	return 0;
@@ -336,6 +355,13 @@ struct rt_redactor *rt_redactor__new(const struct rt_redactor_opts *opts)
 		errno = -err;
 		return NULL;
 	}
+	r->zmq = rt_zmq_redact_new(0);
+	if (!r->zmq) {
+		rt_hmap_fini(&r->conns);
+		free(r);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return r;
 }
 
@@ -350,6 +376,7 @@ void rt_redactor__free(struct rt_redactor *r)
 	while ((pos = rt_hmap_next(&r->conns, pos, &key, &val)) != 0)
 		conn_free(val);
 	rt_hmap_fini(&r->conns);
+	rt_zmq_redact_free(r->zmq);
 	free(r);
 }
 

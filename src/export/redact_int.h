@@ -83,4 +83,56 @@ bool rt_json_recover_cut(const uint8_t *in, uint8_t *out, size_t n, struct rt_js
 /* 'x' for every byte but CR and LF. */
 void rt_mask_bytes(const uint8_t *in, uint8_t *out, size_t n);
 
+/* ---- ZeroMQ frames (redact_zmq.c) ---- */
+
+#include <reqtrace/event.h>
+
+#define RT_REDACT_ZMQ_STREAMS 1024 /* (pid, socket, direction) streams followed */
+
+/* What a frame is, from its place in its message; how its bytes are written. */
+enum rt_zmq_role {
+	RT_ZMQ_ROLE_MASK, /* every byte 'x': aux frames, unknown places, lost streams */
+	RT_ZMQ_ROLE_KEEP, /* as it is: the ENGINE_CORE_DEAD sentinel */
+	RT_ZMQ_ROLE_TYPE, /* the request-type byte: kept when it is a known type */
+	/* walked by structure (the rest of the enum) */
+	RT_ZMQ_ROLE_OUTPUTS, /* EngineCoreOutputs (or a routing id, which it masks) */
+	RT_ZMQ_ROLE_ADD, /* EngineCoreRequest */
+	RT_ZMQ_ROLE_ABORT,
+	RT_ZMQ_ROLE_UTILITY,
+	RT_ZMQ_ROLE_WAVE, /* START_DP_WAVE */
+};
+
+/*
+ * Writes the redacted form of the first len bytes of a frame of size bytes
+ * to out[0..len): structure, request ids, counts, times, finish reasons and
+ * event types kept; token ids and text masked in place (same type and
+ * width); anything unexpected, and everything after it, 'x'. A prefix
+ * gives the same bytes as the whole frame does over that prefix, except
+ * for a value it ends inside, which is masked at least as much.
+ */
+void rt_zmq_mask_frame(enum rt_zmq_role role, const uint8_t *in, size_t len, size_t size,
+		       uint8_t *out);
+
+struct rt_zmq_redact_stats {
+	uint64_t walked; /* chunks written by structure (or kept: type bytes, sentinel) */
+	uint64_t masked; /* chunks masked whole: aux frames, lost streams, no slot */
+	uint64_t no_slot; /* ... of which for want of a stream slot */
+	uint64_t streams; /* streams followed now */
+};
+
+struct rt_zmq_redact;
+
+/* max_streams 0: RT_REDACT_ZMQ_STREAMS. NULL on failure. */
+struct rt_zmq_redact *rt_zmq_redact_new(uint32_t max_streams);
+void rt_zmq_redact_free(struct rt_zmq_redact *zr);
+/*
+ * One ZMQ_MSG record (rt_event_check() passed), its data rewritten in
+ * place: true when by structure (or kept), false when masked whole.
+ */
+bool rt_zmq_redact_record(struct rt_zmq_redact *zr, struct rt_ev_zmq_msg *z);
+/* Records were lost for pid (0: any): its streams are masked until a message boundary. */
+void rt_zmq_redact_loss(struct rt_zmq_redact *zr, uint32_t pid);
+void rt_zmq_redact_drop_pid(struct rt_zmq_redact *zr, uint32_t pid);
+void rt_zmq_redact_stats(const struct rt_zmq_redact *zr, struct rt_zmq_redact_stats *st);
+
 #endif /* RT_REDACT_INT_H */

@@ -34,5 +34,10 @@ expect "reqtraced: $tmp/none.conf: No such file or directory" --config "$tmp/non
 # a good file and a bad flag: the flag's message, same wording as the key's
 expect "reqtraced: --ring-size: bad size '8Q' (want a number with optional K/M/G, 4096 to 1G)" \
 	--config "$src/configs/reqtraced.conf" --ring-size 8Q
+expect "reqtraced: --max-vllm-requests: bad number '0' (want 1 to 10000000, or auto)" \
+	--config "$src/configs/reqtraced.conf" --max-vllm-requests 0
+printf '[limits]\nmax_vllm_requests = -3\n' >"$tmp/vllm.conf"
+expect "reqtraced: $tmp/vllm.conf:2: key 'max_vllm_requests': bad number '-3' (want 1 to 10000000, or auto)" \
+	--config "$tmp/vllm.conf"
 expect "reqtraced: --config given twice" --config "$tmp/bad.conf" --config "$tmp/bad.conf"
 exit $fail

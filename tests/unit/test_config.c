@@ -41,6 +41,7 @@ static const char good[] = "; every key, none at its default\n"
 			   "max_spans = 500\n"
 			   "max_requests = 600\n"
 			   "idle_timeout = 90s\n"
+			   "max_vllm_requests = 700\n"
 			   "\n"
 			   "[exporters]\n"
 			   "metrics_listen = 127.0.0.1:9464\n";
@@ -77,6 +78,7 @@ static void test_good_file(void **state)
 	assert_int_equal(o.tail_bytes, 2048);
 	assert_int_equal(o.max_spans, 500);
 	assert_int_equal(o.max_requests, 600);
+	assert_int_equal(o.max_vllm_requests, 700);
 	assert_int_equal(o.idle_timeout_ns, 90ULL * 1000000000ULL);
 	assert_string_equal(o.metrics_listen, "127.0.0.1:9464");
 	assert_int_equal(c.line[RT_CFG_RING_SIZE], 18);
@@ -118,6 +120,7 @@ static void test_example_is_defaults(void **state)
 	assert_int_equal(o.tail_bytes, 1024);
 	assert_int_equal(o.max_spans, 10000);
 	assert_int_equal(o.max_requests, 8192);
+	assert_int_equal(o.max_vllm_requests, 0); /* auto: the correlator takes max_requests */
 	assert_int_equal(o.idle_timeout_ns, 300ULL * 1000000000ULL);
 	assert_null(o.metrics_listen);
 	rt_config_fini(&none);
@@ -146,6 +149,18 @@ static const struct bad bads[] = {
 	  "to 1G)" },
 	{ "[limits]\nmax_spans = -1\n",
 	  "bad.conf:2: key 'max_spans': bad number '-1' (want 1 to 10000000)" },
+	{ "[limits]\nmax_vllm_requests = 0\n",
+	  "bad.conf:2: key 'max_vllm_requests': bad number '0' (want 1 to 10000000, or auto)" },
+	{ "[limits]\nmax_vllm_requests = -5\n",
+	  "bad.conf:2: key 'max_vllm_requests': bad number '-5' (want 1 to 10000000, or auto)" },
+	{ "[limits]\nmax_vllm_requests = 10000001\n",
+	  "bad.conf:2: key 'max_vllm_requests': bad number '10000001' (want 1 to 10000000, or "
+	  "auto)" },
+	{ "[limits]\nmax_vllm_requests = 4294967297\n",
+	  "bad.conf:2: key 'max_vllm_requests': bad number '4294967297' (want 1 to 10000000, or "
+	  "auto)" },
+	{ "[daemon]\nmax_vllm_requests = 10\n",
+	  "bad.conf:2: key 'max_vllm_requests': belongs in [limits], not [daemon]" },
 	{ "[exporters]\nmetrics_listen = 127.0.0.1:99999\n",
 	  "bad.conf:2: key 'metrics_listen': bad address '127.0.0.1:99999' (port not in "
 	  "1..65535)" },
@@ -256,6 +271,8 @@ static void test_flags_override_file(void **state)
 	assert_int_equal(rt_config_set(&flags, RT_CFG_PIDS, "7", why, sizeof(why)), 0);
 	assert_int_equal(rt_config_set(&flags, RT_CFG_PIDS, "8", why, sizeof(why)), 0);
 	assert_int_equal(rt_config_set(&flags, RT_CFG_RING_SIZE, "4M", why, sizeof(why)), 0);
+	assert_int_equal(rt_config_set(&flags, RT_CFG_MAX_VLLM_REQUESTS, "32", why, sizeof(why)),
+			 0);
 	assert_int_equal(rt_config_set(&flags, RT_CFG_INJECT, "true", why, sizeof(why)), 0);
 	assert_int_equal(
 		rt_config_set(&flags, RT_CFG_INJECT_SOCKET, "/tmp/i.sock", why, sizeof(why)), 0);
@@ -274,6 +291,7 @@ static void test_flags_override_file(void **state)
 	assert_int_equal(o.n_ports, 2);
 	assert_int_equal(o.n_cgroups, 1);
 	assert_int_equal(o.ring_bytes, 4u << 20);
+	assert_int_equal(o.max_vllm_requests, 32);
 	assert_string_equal(o.inject_path, "/tmp/i.sock");
 	assert_string_equal(o.metrics_listen, "[::1]:9100");
 	/* what no flag gave stays the file's */
@@ -317,6 +335,21 @@ static void test_flag_values(void **state)
 	assert_int_equal(rt_config_set(&c, RT_CFG_METRICS_LISTEN, "off", why, sizeof(why)), 0);
 	assert_null(c.o.metrics_listen);
 	assert_int_equal(rt_config_set(&c, RT_CFG_PIDS, "0", why, sizeof(why)), -EINVAL);
+	/* --max-vllm-requests: a bound or auto (follows max_requests) */
+	assert_int_equal(rt_config_set(&c, RT_CFG_MAX_VLLM_REQUESTS, "16384", why, sizeof(why)), 0);
+	assert_int_equal(c.o.max_vllm_requests, 16384);
+	assert_int_equal(rt_config_set(&c, RT_CFG_MAX_VLLM_REQUESTS, "AUTO", why, sizeof(why)), 0);
+	assert_int_equal(c.o.max_vllm_requests, 0);
+	assert_int_equal(rt_config_set(&c, RT_CFG_MAX_VLLM_REQUESTS, "0", why, sizeof(why)),
+			 -EINVAL);
+	assert_string_equal(why, "bad number '0' (want 1 to 10000000, or auto)");
+	assert_int_equal(rt_config_set(&c, RT_CFG_MAX_VLLM_REQUESTS, "1e3", why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(rt_config_set(&c, RT_CFG_MAX_VLLM_REQUESTS, "", why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(rt_config_key("max_vllm_requests"), RT_CFG_MAX_VLLM_REQUESTS);
+	assert_string_equal(rt_config_key_section(RT_CFG_MAX_VLLM_REQUESTS), "limits");
+	assert_false(rt_config_key_live(RT_CFG_MAX_VLLM_REQUESTS)); /* sizes a table at start */
 	/* not cut to fit a buffer and then taken */
 	assert_int_equal(rt_config_set(&c, RT_CFG_PIDS, "000000000000000000000000000000000001", why,
 				       sizeof(why)),
@@ -347,7 +380,8 @@ static void test_diff(void **state)
 				 "inject = off\ninject_socket = /run/rt/inject.sock\n"
 				 "log_level = warn\n[limits]\nring_size = 16384K\n"
 				 "head_bytes = 1024\ntail_bytes = 2K\nmax_spans = 501\n"
-				 "max_requests = 600\nidle_timeout = 1.5m\n[exporters]\n"
+				 "max_requests = 600\nidle_timeout = 1.5m\n"
+				 "max_vllm_requests = 700\n[exporters]\n"
 				 "metrics_listen = 127.0.0.1:9464\n",
 				 err, sizeof(err)),
 			 0);

@@ -467,9 +467,9 @@ def main():
         rec = os.path.join(os.path.abspath(a.fixture), "vllm-zero.rtrace")
         if os.path.exists(rec):
             os.unlink(rec)
-        # unredacted: the recorder masks every ZeroMQ byte (docs/privacy.md),
-        # and replay needs the messages' ids and events; the test server's
-        # prompts and tokens are synthetic
+        # unredacted, the reference the redaction is tested against
+        # (test_redact replays it redacted, docs/privacy.md "ZeroMQ frames");
+        # the test server's prompts and tokens are synthetic
         args += ["--record", rec, "--capture-bodies"]
     # The clients measure what the spans are compared with: on two shared cores
     # a client thread woken while the server's processes run can lag by several

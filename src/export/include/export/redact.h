@@ -33,12 +33,14 @@ struct rt_redactor_opts {
 };
 
 struct rt_redactor_stats {
-	uint64_t records; /* SOCK_RECV/SOCK_SEND records rewritten */
+	uint64_t records; /* SOCK_RECV/SOCK_SEND and ZMQ_MSG records rewritten */
 	uint64_t bytes; /* payload bytes they carried */
 	uint64_t conns; /* connections tracked now */
 	uint64_t no_slot; /* records masked whole: the connection table was full */
 	uint64_t unreadable; /* records masked whole: the stream is not HTTP/1.x */
 	uint64_t invalid; /* malformed records: payload wiped */
+	uint64_t zmq_walked; /* ZMQ_MSG records redacted by their vLLM message structure */
+	uint64_t zmq_masked; /* ZMQ_MSG records masked whole */
 };
 
 struct rt_redactor;
@@ -50,10 +52,11 @@ struct rt_redactor *rt_redactor__new(const struct rt_redactor_opts *opts);
 void rt_redactor__free(struct rt_redactor *r);
 
 /*
- * Takes one record in stream order. SOCK_RECV and SOCK_SEND payloads are
+ * Takes one record in stream order. SOCK_RECV and SOCK_SEND payloads, and
+ * ZMQ_MSG frames (by their vLLM message structure, redact_zmq.c), are
  * rewritten in place (ev must be writable, 8-byte aligned, ev->size bytes);
- * SOCK_ACCEPT, SOCK_CONNECT, SOCK_CLOSE, PROC_EXIT and TARGET update the
- * connection table; other records pass untouched. Returns 0, or -EINVAL
+ * SOCK_ACCEPT, SOCK_CONNECT, SOCK_CLOSE, PROC_EXIT, TARGET and LOSS update
+ * the connection and stream tables; other records pass untouched. Returns 0, or -EINVAL
  * for a malformed socket record, whose payload is then wiped.
  */
 int rt_redactor__apply(struct rt_redactor *r, struct rt_event_hdr *ev);
