@@ -119,6 +119,9 @@ def engine_set_at(truth, t, markers, maybe=None):
     return out
 
 
+GAPS_MIN_NS = 50 * MS  # the wall time between steps that can show a wait policy
+
+
 def add(d, k, v):
     d[k] = d.get(k, 0.0) + v
 
@@ -211,7 +214,12 @@ def one(mode, policy, conc, n):
         args.append("--markers")
     server = tb.Testbed(args, env=env, name="testbed-" + label.replace("/", "-"))
     pid = server.pid
-    daemon = lc.Daemon(["--pid", str(pid)], name="reqtraced-" + label.replace("/", "-"))
+    # the source tree's packs (libgomp's regions: zero-code has nothing else)
+    conf = os.path.join(d, "reqtraced.conf")
+    with open(conf, "w") as f:
+        f.write("[daemon]\npack_dir = %s\n" % os.path.join(lc.SRC, "configs", "packs"))
+    daemon = lc.Daemon(["--config", conf, "--pid", str(pid)],
+                       name="reqtraced-" + label.replace("/", "-"))
     stopped = False
     try:
         time.sleep(0.3)  # the probes are attached once status answers; let the first switches in
@@ -344,7 +352,13 @@ def one(mode, policy, conc, n):
                     gap_wall += st["begin_ns"] - last[0]
                 last = (st["end_ns"], mine[0]["cpu_end_ns"])
             ratio = gap_cpu / gap_wall if gap_wall else 0.0
-            if policy == "passive":
+            if gap_wall < GAPS_MIN_NS:
+                # steps back to back (zero-code under an active pool: 16-28 ms of
+                # gaps in 250 steps): a gap is a worker's wake-up, too short to
+                # show a policy; test_testbed_omp shows it takes effect
+                log("%s worker %d: the gaps between steps (%.1f ms) are too short to "
+                    "tell its policy (on CPU %.4f of them)" % (label, w, gap_wall / MS, ratio))
+            elif policy == "passive":
                 check(ratio <= 0.1, "%s worker %d sleeps between steps (on CPU %.4f of the "
                       "gaps' %.1f ms <= 0.1)" % (label, w, ratio, gap_wall / MS))
             else:
