@@ -1237,7 +1237,7 @@ static void test_fixture(void **state)
 	assert_non_null(rd);
 	while (rt_trace_reader__next(rd, &ev) == 1) {
 		const struct rt_ev_zmq_msg *z = (const void *)ev, *zr;
-		struct asm_stream *o = NULL, *r;
+		struct asm_stream *o = NULL, *r = NULL;
 		int k;
 
 		if (ev->kind != RT_EV_ZMQ_MSG) {
@@ -1256,6 +1256,7 @@ static void test_fixture(void **state)
 				r = &sr[k];
 			}
 		assert_non_null(o);
+		assert_non_null(r);
 		o->socket = r->socket = z->socket;
 		o->dir = r->dir = z->dir;
 		assert_true(o->n < 8);
