@@ -162,3 +162,26 @@ size_t rt_hmap_next(const struct rt_hmap *m, size_t pos, uint64_t *key, void **v
 	}
 	return 0;
 }
+
+size_t rt_hmap_del_if(struct rt_hmap *m, bool (*match)(const void *val, void *ctx),
+		      void (*gone)(void *val, void *ctx), void *ctx)
+{
+	uint64_t keys[64], key;
+	size_t pos, n, i, total = 0;
+	void *val;
+
+	do {
+		n = 0;
+		pos = 0;
+		while (n < 64 && (pos = rt_hmap_next(m, pos, &key, &val)) != 0)
+			if (match(val, ctx))
+				keys[n++] = key;
+		for (i = 0; i < n; i++) {
+			val = rt_hmap_del(m, keys[i]);
+			if (val && gone)
+				gone(val, ctx);
+		}
+		total += n;
+	} while (n == 64);
+	return total;
+}

@@ -554,12 +554,21 @@ void rt_vllm_desync(struct rt_correlator *c, uint32_t pid)
 			r->span.flags |= RT_SPAN_INCOMPLETE;
 }
 
+static bool of_api_pid(const void *val, void *ctx)
+{
+	return ((const struct ereq *)val)->api_pid == *(const uint32_t *)ctx;
+}
+
+static void ereq_gone(void *val, void *ctx)
+{
+	(void)ctx;
+	free(val);
+}
+
 void rt_vllm_drop_pid(struct rt_correlator *c, uint32_t pid)
 {
 	struct rt_vllm_state *v = c->vllm;
-	struct ereq *gone[64];
-	size_t pos, n;
-	void *val;
+	size_t pos;
 
 	if (!v)
 		return;
@@ -571,18 +580,7 @@ void rt_vllm_drop_pid(struct rt_correlator *c, uint32_t pid)
 	for (pos = 0; pos < APIS_MAX; pos++)
 		if (v->apis[pos].pid == pid)
 			v->apis[pos].pid = v->apis[pos].loop_tid = 0;
-	do {
-		n = 0;
-		pos = 0;
-		while ((pos = rt_hmap_next(&v->ereqs, pos, NULL, &val)) != 0 && n < 64) {
-			struct ereq *e = val;
-
-			if (e->api_pid == pid)
-				gone[n++] = e;
-		}
-		for (pos = 0; pos < n; pos++)
-			drop(v, gone[pos]);
-	} while (n == 64);
+	rt_hmap_del_if(&v->ereqs, of_api_pid, ereq_gone, &pid);
 }
 
 void rt_vllm_free(struct rt_correlator *c)

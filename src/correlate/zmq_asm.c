@@ -245,27 +245,31 @@ static void stream_free(struct stream *s)
 	free(s);
 }
 
+struct drop_ctx {
+	struct rt_zmq_asm *a;
+	uint32_t pid;
+};
+
+static bool of_pid(const void *val, void *ctx)
+{
+	return ((const struct stream *)val)->pid == ((const struct drop_ctx *)ctx)->pid;
+}
+
+static void stream_gone(void *val, void *ctx)
+{
+	struct rt_zmq_asm *a = ((struct drop_ctx *)ctx)->a;
+	struct stream *s = val;
+
+	if (s->in_frame || s->msg.n_frames)
+		a->st.frames_discarded += s->msg.n_frames + (s->in_frame ? 1 : 0);
+	stream_free(s);
+}
+
 void rt_zmq_asm__drop_pid(struct rt_zmq_asm *a, uint32_t pid)
 {
-	uint64_t keys[64], key;
-	size_t pos, n;
-	void *val;
+	struct drop_ctx d = { .a = a, .pid = pid };
 
-	/* the map must not change during a walk: collect, delete, repeat */
-	do {
-		n = 0;
-		pos = 0;
-		while (n < 64 && (pos = rt_hmap_next(&a->streams, pos, &key, &val)) != 0)
-			if (((struct stream *)val)->pid == pid)
-				keys[n++] = key;
-		for (size_t i = 0; i < n; i++) {
-			struct stream *s = rt_hmap_del(&a->streams, keys[i]);
-
-			if (s && (s->in_frame || s->msg.n_frames))
-				a->st.frames_discarded += s->msg.n_frames + (s->in_frame ? 1 : 0);
-			stream_free(s);
-		}
-	} while (n == 64);
+	rt_hmap_del_if(&a->streams, of_pid, stream_gone, &d);
 }
 
 struct rt_zmq_asm *rt_zmq_asm__new(uint32_t max_streams, rt_zmq_asm_fn fn, void *ctx)

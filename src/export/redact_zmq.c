@@ -686,22 +686,20 @@ void rt_zmq_redact_loss(struct rt_zmq_redact *zr, uint32_t pid)
 	}
 }
 
+static bool of_pid(const void *val, void *ctx)
+{
+	return ((const struct zstream *)val)->pid == *(const uint32_t *)ctx;
+}
+
+static void stream_gone(void *val, void *ctx)
+{
+	(void)ctx;
+	stream_free(val);
+}
+
 void rt_zmq_redact_drop_pid(struct rt_zmq_redact *zr, uint32_t pid)
 {
-	uint64_t keys[64], key;
-	size_t pos, n;
-	void *val;
-
-	/* the map must not change during a walk: collect, delete, repeat */
-	do {
-		n = 0;
-		pos = 0;
-		while (n < 64 && (pos = rt_hmap_next(&zr->streams, pos, &key, &val)) != 0)
-			if (((struct zstream *)val)->pid == pid)
-				keys[n++] = key;
-		for (size_t i = 0; i < n; i++)
-			stream_free(rt_hmap_del(&zr->streams, keys[i]));
-	} while (n == 64);
+	rt_hmap_del_if(&zr->streams, of_pid, stream_gone, &pid);
 }
 
 struct rt_zmq_redact *rt_zmq_redact_new(uint32_t max_streams)

@@ -108,6 +108,41 @@ static void test_durations(void **state)
 	assert_int_equal(rt_dur_parse("1e30h", &ns), -ERANGE);
 }
 
+static bool is_odd(const void *val, void *ctx)
+{
+	(void)ctx;
+	return (uintptr_t)val & 1;
+}
+
+static void count_gone(void *val, void *ctx)
+{
+	(void)val;
+	(*(size_t *)ctx)++;
+}
+
+/* More matches than one batch (64): every one goes, the rest stay. */
+static void test_del_if(void **state)
+{
+	struct rt_hmap m;
+	size_t gone = 0, pos = 0;
+	uint64_t k;
+	void *v;
+
+	(void)state;
+	assert_int_equal(rt_hmap_init(&m, 1000), 0);
+	for (k = 1; k <= 300; k++)
+		assert_int_equal(rt_hmap_put(&m, k, (void *)(uintptr_t)k), 0);
+	assert_int_equal(rt_hmap_del_if(&m, is_odd, count_gone, &gone), 150);
+	assert_int_equal(gone, 150);
+	assert_int_equal(m.len, 150);
+	while ((pos = rt_hmap_next(&m, pos, &k, &v)) != 0)
+		assert_int_equal((uintptr_t)v % 2, 0);
+	for (k = 2; k <= 300; k += 2)
+		assert_ptr_equal(rt_hmap_get(&m, k), (void *)(uintptr_t)k);
+	assert_int_equal(rt_hmap_del_if(&m, is_odd, NULL, NULL), 0);
+	rt_hmap_fini(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -115,6 +150,7 @@ int main(void)
 		cmocka_unit_test(test_bound_and_iterate),
 		cmocka_unit_test(test_random_against_array),
 		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_del_if),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

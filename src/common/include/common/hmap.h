@@ -9,6 +9,7 @@
 #ifndef RT_HMAP_H
 #define RT_HMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,15 @@ void *rt_hmap_del(struct rt_hmap *m, uint64_t key);
  * not change during the walk.
  */
 size_t rt_hmap_next(const struct rt_hmap *m, size_t pos, uint64_t *key, void **val);
+
+/*
+ * Remove every entry whose value match() accepts, handing each removed
+ * value to gone() (which may free it). Returns how many went. The walk
+ * collects a batch of keys, then deletes them, and repeats: the map never
+ * changes under rt_hmap_next().
+ */
+size_t rt_hmap_del_if(struct rt_hmap *m, bool (*match)(const void *val, void *ctx),
+		      void (*gone)(void *val, void *ctx), void *ctx);
 
 /* 64-bit mix of two ids, and FNV-1a of a string, for building keys. */
 uint64_t rt_hash_u64(uint64_t x);
