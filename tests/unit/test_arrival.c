@@ -8,19 +8,8 @@
  * lower bound; an arrival after the read, or one for another read, is not
  * used; a recording without ARRIVAL records gives the spans it always did.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "corr_harness.h"
 
-#include <cmocka.h>
-
-#include <reqtrace/span.h>
-
-#include "correlate/correlator.h"
 #include "common/jsonw.h"
 #include "export/span_json.h"
 
@@ -39,44 +28,19 @@
 static struct rt_correlator *c;
 static struct rt_span spans[8];
 static int n_spans;
-
-static void on_span(const struct rt_span *s, void *ctx)
-{
-	(void)ctx;
-	assert_true(n_spans < 8);
-	spans[n_spans++] = *s;
-}
-
-static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t ts, uint32_t tid)
-{
-	h->kind = kind;
-	h->size = size;
-	h->ts_ns = ts;
-	h->pid = PID;
-	h->tid = tid;
-}
+static struct rt_test_sink sink = RT_TEST_SINK(spans, n_spans);
 
 static int setup_common(bool accept)
 {
-	struct rt_correlator_opts o = { .on_span = on_span };
-	struct rt_ev_target t = { 0 };
-	struct rt_ev_sock_conn a = { 0 };
+	struct rt_ev_sock_conn a;
 
-	n_spans = 0;
-	c = rt_correlator__new(&o);
-	assert_non_null(c);
-	hdr(&t.hdr, RT_EV_TARGET, sizeof(t), T0, 0);
-	t.group_id = 1;
-	snprintf(t.group, sizeof(t.group), "svc");
-	rt_correlator__event(c, &t.hdr, false);
+	c = rt_test_correlator_sink(&sink);
+	rt_test_target(c, T0, PID, "svc");
 	if (!accept)
 		return 0;
-	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), T0 + 1 * US, HANDLER);
-	a.fd = FD;
-	a.listen_fd = 3;
-	a.local.family = a.peer.family = RT_AF_INET;
-	a.local.port = 8000;
-	a.peer.port = 40000;
+	rt_test_conn_fill(&a, RT_EV_SOCK_ACCEPT, T0 + 1 * US, PID, HANDLER, FD, 8000, 40000);
+	a.enter_ns = 0; /* seen by its return alone */
+	a.ret = 0;
 	rt_correlator__event(c, &a.hdr, false);
 	return 0;
 }
@@ -104,22 +68,7 @@ static int teardown(void **state)
 
 static void io(uint16_t kind, uint64_t ts, uint32_t tid, const char *data)
 {
-	size_t len = strlen(data), size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
-	struct rt_ev_sock_io *e = calloc(1, size);
-
-	assert_non_null(e);
-	hdr(&e->hdr, kind, (uint16_t)size, ts, tid);
-	e->enter_ns = ts - 2 * US;
-	e->ret = (int64_t)len;
-	e->fd = FD;
-	e->syscall = kind == RT_EV_SOCK_RECV ? RT_SYS_READ : RT_SYS_WRITE;
-	e->head_len = (uint16_t)len;
-	e->local.family = e->peer.family = RT_AF_INET;
-	e->local.port = 8000;
-	e->peer.port = 40000;
-	memcpy(e->data, data, len);
-	rt_correlator__event(c, &e->hdr, false);
-	free(e);
+	rt_test_sock_io(c, kind, ts - 2 * US, ts, PID, tid, FD, 40000, data, strlen(data));
 }
 
 static void arrival_est(uint64_t ts, uint32_t tid, uint64_t data_ns, uint32_t flags,
@@ -127,7 +76,7 @@ static void arrival_est(uint64_t ts, uint32_t tid, uint64_t data_ns, uint32_t fl
 {
 	struct rt_ev_sock_arrival e = { 0 };
 
-	hdr(&e.hdr, RT_EV_SOCK_ARRIVAL, sizeof(e), ts, tid);
+	rt_test_hdr(&e.hdr, RT_EV_SOCK_ARRIVAL, sizeof(e), ts, PID, tid);
 	e.data_ns = data_ns;
 	e.established_ns = established_ns;
 	e.fd = FD;
@@ -386,7 +335,7 @@ static void test_marker_cannot_mark_backlog(void **state)
 	arrival(start, HANDLER, arr, 0);
 	io(RT_EV_SOCK_RECV, start, HANDLER, "GET /a HTTP/1.1\r\nx-request-id: r1\r\n\r\n");
 	invalid = stats().invalid_events;
-	hdr(&m.hdr, RT_EV_MARK_BEGIN, sizeof(m), start + 1 * MS, HANDLER);
+	rt_test_hdr(&m.hdr, RT_EV_MARK_BEGIN, sizeof(m), start + 1 * MS, PID, HANDLER);
 	m.phase = RT_PHASE_BACKLOG;
 	m.id_len = 2;
 	memcpy(m.request_id, "r1", 2);

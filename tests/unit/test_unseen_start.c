@@ -10,20 +10,9 @@
  * request on a connection the trace saw open makes nothing, and bytes that
  * do not hold up as a chunked event stream make nothing either.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cmocka.h>
-
-#include <reqtrace/span.h>
+#include "corr_harness.h"
 
 #include "common/jsonw.h"
-#include "correlate/correlator.h"
 #include "export/span_json.h"
 
 #define PID 100
@@ -47,44 +36,19 @@
 static struct rt_correlator *c;
 static struct rt_span spans[8];
 static int n_spans;
-
-static void on_span(const struct rt_span *s, void *ctx)
-{
-	(void)ctx;
-	assert_true(n_spans < 8);
-	spans[n_spans++] = *s;
-}
-
-static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t ts, uint32_t tid)
-{
-	h->kind = kind;
-	h->size = size;
-	h->ts_ns = ts;
-	h->pid = PID;
-	h->tid = tid;
-}
+static struct rt_test_sink sink = RT_TEST_SINK(spans, n_spans);
 
 static int setup_common(bool accept)
 {
-	struct rt_correlator_opts o = { .on_span = on_span };
-	struct rt_ev_target t = { 0 };
-	struct rt_ev_sock_conn a = { 0 };
+	struct rt_ev_sock_conn a;
 
-	n_spans = 0;
-	c = rt_correlator__new(&o);
-	assert_non_null(c);
-	hdr(&t.hdr, RT_EV_TARGET, sizeof(t), T0, 0);
-	t.group_id = 1;
-	snprintf(t.group, sizeof(t.group), "svc");
-	rt_correlator__event(c, &t.hdr, false);
+	c = rt_test_correlator_sink(&sink);
+	rt_test_target(c, T0, PID, "svc");
 	if (!accept)
 		return 0;
-	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), T0 + 1 * US, HANDLER);
-	a.fd = FD;
-	a.listen_fd = 3;
-	a.local.family = a.peer.family = RT_AF_INET;
-	a.local.port = 8000;
-	a.peer.port = 40000;
+	rt_test_conn_fill(&a, RT_EV_SOCK_ACCEPT, T0 + 1 * US, PID, HANDLER, FD, 8000, 40000);
+	a.enter_ns = 0; /* seen by its return alone */
+	a.ret = 0;
 	rt_correlator__event(c, &a.hdr, false);
 	return 0;
 }
@@ -113,22 +77,7 @@ static int teardown(void **state)
 
 static void io(uint16_t kind, uint64_t ts, const char *data)
 {
-	size_t len = strlen(data), size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
-	struct rt_ev_sock_io *e = calloc(1, size);
-
-	assert_non_null(e);
-	hdr(&e->hdr, kind, (uint16_t)size, ts, HANDLER);
-	e->enter_ns = ts - 2 * US;
-	e->ret = (int64_t)len;
-	e->fd = FD;
-	e->syscall = kind == RT_EV_SOCK_RECV ? RT_SYS_READ : RT_SYS_WRITE;
-	e->head_len = (uint16_t)len;
-	e->local.family = e->peer.family = RT_AF_INET;
-	e->local.port = 8000;
-	e->peer.port = 40000;
-	memcpy(e->data, data, len);
-	rt_correlator__event(c, &e->hdr, false);
-	free(e);
+	rt_test_sock_io(c, kind, ts - 2 * US, ts, PID, HANDLER, FD, 40000, data, strlen(data));
 }
 
 /* One write of one chunk (size line, data, CRLF), as servers stream events. */
@@ -154,7 +103,7 @@ static void closed(uint64_t ts)
 {
 	struct rt_ev_sock_close e = { 0 };
 
-	hdr(&e.hdr, RT_EV_SOCK_CLOSE, sizeof(e), ts, HANDLER);
+	rt_test_hdr(&e.hdr, RT_EV_SOCK_CLOSE, sizeof(e), ts, PID, HANDLER);
 	e.fd = FD;
 	rt_correlator__event(c, &e.hdr, false);
 }
