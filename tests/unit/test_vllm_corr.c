@@ -27,19 +27,7 @@
  * - the event loop's burst that sent one request's ADD is that request's
  *   alone, not split among every request the loop holds I/O for.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cmocka.h>
-
-#include <reqtrace/span.h>
-
-#include "correlate/correlator.h"
+#include "corr_harness.h"
 
 #define API 100
 #define LOOP 100 /* the API server's event-loop thread */
@@ -61,43 +49,18 @@ static struct rt_correlator *c;
 static uint8_t n_prompt = 3; /* prompt tokens of the next ADD (< 16) */
 static struct rt_span spans[8];
 static int n_spans;
-
-static void on_span(const struct rt_span *s, void *ctx)
-{
-	(void)ctx;
-	assert_true(n_spans < 8);
-	spans[n_spans++] = *s;
-}
-
-static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t ts, uint32_t pid,
-		uint32_t tid)
-{
-	h->kind = kind;
-	h->size = size;
-	h->ts_ns = ts;
-	h->pid = pid;
-	h->tid = tid;
-}
+static struct rt_test_sink sink = RT_TEST_SINK(spans, n_spans);
 
 static void target(uint32_t pid)
 {
-	struct rt_ev_target t = { 0 };
-
-	hdr(&t.hdr, RT_EV_TARGET, sizeof(t), T0, pid, 0);
-	t.group_id = 1;
-	snprintf(t.group, sizeof(t.group), "vllm");
-	rt_correlator__event(c, &t.hdr, false);
+	rt_test_target(c, T0, pid, "vllm");
 }
 
 static int setup(void **state)
 {
-	struct rt_correlator_opts o = { .on_span = on_span };
-
 	(void)state;
-	n_spans = 0;
 	n_prompt = 3;
-	c = rt_correlator__new(&o);
-	assert_non_null(c);
+	c = rt_test_correlator_sink(&sink);
 	target(API);
 	target(ENG);
 	return 0;
@@ -115,38 +78,17 @@ static int teardown(void **state)
 
 static void sock(uint16_t kind, uint64_t ts, int fd, const char *data)
 {
-	size_t len = strlen(data), size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
-	struct rt_ev_sock_io *e = calloc(1, size);
-
-	assert_non_null(e);
-	hdr(&e->hdr, kind, (uint16_t)size, ts, API, LOOP);
-	e->enter_ns = ts - US;
-	e->ret = (int64_t)len;
-	e->fd = fd;
-	e->syscall = kind == RT_EV_SOCK_RECV ? RT_SYS_READ : RT_SYS_WRITE;
-	e->head_len = (uint16_t)len;
-	e->local.family = e->peer.family = RT_AF_INET;
-	e->local.port = 8000;
-	e->peer.port = (uint16_t)(40000 + fd);
-	memcpy(e->data, data, len);
-	rt_correlator__event(c, &e->hdr, false);
-	free(e);
+	rt_test_sock_io(c, kind, ts - US, ts, API, LOOP, fd, (uint16_t)(40000 + fd), data,
+			strlen(data));
 }
 
 /* the request, whole, read at ts; hdr_id: its X-Request-Id or NULL */
 static void request(uint64_t ts, int fd, const char *path, const char *hdr_id)
 {
-	struct rt_ev_sock_conn a = { 0 };
 	char buf[256], h[96] = "";
 
-	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), ts - 10 * US, API, LOOP);
-	a.enter_ns = a.hdr.ts_ns;
-	a.fd = a.ret = fd;
-	a.listen_fd = 3;
-	a.local.family = a.peer.family = RT_AF_INET;
-	a.local.port = 8000;
-	a.peer.port = (uint16_t)(40000 + fd);
-	rt_correlator__event(c, &a.hdr, false);
+	rt_test_conn(c, RT_EV_SOCK_ACCEPT, ts - 10 * US, API, LOOP, fd, 8000,
+		     (uint16_t)(40000 + fd));
 	if (hdr_id)
 		snprintf(h, sizeof(h), "X-Request-Id: %s\r\n", hdr_id);
 	snprintf(buf, sizeof(buf), "POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 2\r\n\r\n{}",
@@ -287,7 +229,7 @@ static void zframe(uint64_t ts, uint32_t pid, uint32_t tid, uint64_t socket, uin
 	struct rt_ev_zmq_msg *e = calloc(1, size);
 
 	assert_non_null(e);
-	hdr(&e->hdr, RT_EV_ZMQ_MSG, (uint16_t)size, ts, pid, tid);
+	rt_test_hdr(&e->hdr, RT_EV_ZMQ_MSG, (uint16_t)size, ts, pid, tid);
 	e->enter_ns = ts - 2 * US;
 	e->msg = 0x7000;
 	e->socket = socket;
@@ -457,7 +399,7 @@ static void test_desync_incomplete(void **state)
 		struct rt_ev_zmq_msg *e = calloc(1, size);
 
 		assert_non_null(e);
-		hdr(&e->hdr, RT_EV_ZMQ_MSG, (uint16_t)size, AT(3.5), ENG, ENG_OUT);
+		rt_test_hdr(&e->hdr, RT_EV_ZMQ_MSG, (uint16_t)size, AT(3.5), ENG, ENG_OUT);
 		e->enter_ns = AT(3.5) - US;
 		e->socket = SOCK_PUSH;
 		e->frame_len = 4096 + sizeof(junk);
@@ -524,7 +466,9 @@ static void test_two_prompts(void **state)
 /* A bound of 2 engine requests: a third ADD drops the oldest unjoined one, counted. */
 static void test_bound(void **state)
 {
-	struct rt_correlator_opts o = { .on_span = on_span, .max_vllm_requests = 2 };
+	struct rt_correlator_opts o = { .on_span = rt_test_on_span,
+					.ctx = &sink,
+					.max_vllm_requests = 2 };
 	struct rt_correlator_stats st;
 
 	(void)state;
@@ -569,28 +513,20 @@ static void test_unknown_shape(void **state)
 static void sw(uint64_t ts, uint32_t cpu, uint32_t prev, const char *prev_comm, uint32_t next,
 	       const char *next_comm)
 {
-	struct rt_ev_sched_switch e = { 0 };
+	const struct rt_test_sw s = { .ts = ts,
+				      .cpu = cpu,
+				      .prev = prev,
+				      .next = next,
+				      .state = RT_TASK_BLOCKED,
+				      .prev_comm = prev_comm,
+				      .next_comm = next_comm };
 
-	hdr(&e.hdr, RT_EV_SCHED_SWITCH, sizeof(e), ts, prev ? API : 0, prev);
-	e.cpu = cpu;
-	e.prev_pid = prev ? API : 0;
-	e.prev_tid = prev;
-	e.next_pid = next ? API : 0;
-	e.next_tid = next;
-	e.prev_state = RT_TASK_BLOCKED;
-	snprintf(e.prev_comm, sizeof(e.prev_comm), "%s", prev_comm);
-	snprintf(e.next_comm, sizeof(e.next_comm), "%s", next_comm);
-	rt_correlator__event(c, &e.hdr, false);
+	rt_test_switch(c, API, &s);
 }
 
 static void wake(uint64_t ts, uint32_t waker, uint32_t target)
 {
-	struct rt_ev_sched_waking e = { 0 };
-
-	hdr(&e.hdr, RT_EV_SCHED_WAKING, sizeof(e), ts, API, waker);
-	e.target_pid = API;
-	e.target_tid = target;
-	rt_correlator__event(c, &e.hdr, false);
+	rt_test_waking(c, ts, API, waker, API, target);
 }
 
 /* A thread of the API server woken by the event loop runs [from, to] on CPU 1. */
@@ -603,12 +539,7 @@ static void burst(uint32_t tid, const char *comm, uint64_t from, uint64_t to)
 
 static const struct rt_span_thread *thread_of(const struct rt_span *s, uint32_t tid)
 {
-	uint32_t i;
-
-	for (i = 0; i < s->cpu.n_threads; i++)
-		if (s->cpu.threads[i].tid == tid)
-			return &s->cpu.threads[i];
-	return NULL;
+	return rt_test_thread_of(s, tid);
 }
 
 static void json_response(uint64_t ts, int fd)
