@@ -19,19 +19,7 @@
  *
  * The generator's fixtures (test_gen) cover the ordinary rules.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cmocka.h>
-
-#include <reqtrace/span.h>
-
-#include "correlate/correlator.h"
+#include "corr_harness.h"
 
 #define PID 100
 #define ENGINE 101
@@ -44,37 +32,13 @@
 static struct rt_correlator *c;
 static struct rt_span spans[8];
 static int n_spans;
-
-static void on_span(const struct rt_span *s, void *ctx)
-{
-	(void)ctx;
-	assert_true(n_spans < 8);
-	spans[n_spans++] = *s;
-}
-
-static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t ts, uint32_t pid,
-		uint32_t tid)
-{
-	h->kind = kind;
-	h->size = size;
-	h->ts_ns = ts;
-	h->pid = pid;
-	h->tid = tid;
-}
+static struct rt_test_sink sink = RT_TEST_SINK(spans, n_spans);
 
 static int setup(void **state)
 {
-	struct rt_correlator_opts o = { .on_span = on_span };
-	struct rt_ev_target t = { 0 };
-
 	(void)state;
-	n_spans = 0;
-	c = rt_correlator__new(&o);
-	assert_non_null(c);
-	hdr(&t.hdr, RT_EV_TARGET, sizeof(t), T0, PID, 0);
-	t.group_id = 1;
-	snprintf(t.group, sizeof(t.group), "svc");
-	rt_correlator__event(c, &t.hdr, false);
+	c = rt_test_correlator_sink(&sink);
+	rt_test_target(c, T0, PID, "svc");
 	return 0;
 }
 
@@ -90,50 +54,26 @@ static int teardown(void **state)
 static void sw(uint64_t ts, uint32_t prev, uint32_t state, uint64_t prev_rt, uint32_t next,
 	       uint64_t next_rt)
 {
-	struct rt_ev_sched_switch e = { 0 };
+	const struct rt_test_sw s = { .ts = ts,
+				      .prev = prev,
+				      .next = next,
+				      .state = state,
+				      .prev_rt = prev_rt,
+				      .next_rt = next_rt };
 
-	hdr(&e.hdr, RT_EV_SCHED_SWITCH, sizeof(e), ts, prev ? PID : 0, prev);
-	e.prev_pid = prev ? PID : 0;
-	e.prev_tid = prev;
-	e.next_pid = next ? PID : 0;
-	e.next_tid = next;
-	e.prev_state = state;
-	e.prev_runtime_ns = prev_rt;
-	e.next_runtime_ns = next_rt;
-	snprintf(e.prev_comm, sizeof(e.prev_comm), "t%u", prev);
-	snprintf(e.next_comm, sizeof(e.next_comm), "t%u", next);
-	rt_correlator__event(c, &e.hdr, false);
+	rt_test_switch(c, PID, &s);
 }
 
 static void wake(uint64_t ts, uint32_t waker, uint32_t target)
 {
-	struct rt_ev_sched_waking e = { 0 };
-
-	hdr(&e.hdr, RT_EV_SCHED_WAKING, sizeof(e), ts, waker ? PID : 0, waker);
-	e.target_pid = PID;
-	e.target_tid = target;
-	rt_correlator__event(c, &e.hdr, false);
+	rt_test_waking(c, ts, waker ? PID : 0, waker, PID, target);
 }
 
 /* I/O of `tid` on fd (the connection from port 40000 + fd) */
 static void sock_on(uint16_t kind, uint64_t ts, uint32_t tid, int fd, const char *data)
 {
-	size_t len = strlen(data), size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
-	struct rt_ev_sock_io *e = calloc(1, size);
-
-	assert_non_null(e);
-	hdr(&e->hdr, kind, (uint16_t)size, ts, PID, tid);
-	e->enter_ns = ts - US;
-	e->ret = (int64_t)len;
-	e->fd = fd;
-	e->syscall = kind == RT_EV_SOCK_RECV ? RT_SYS_READ : RT_SYS_WRITE;
-	e->head_len = (uint16_t)len;
-	e->local.family = e->peer.family = RT_AF_INET;
-	e->local.port = 8000;
-	e->peer.port = (uint16_t)(40000 + fd);
-	memcpy(e->data, data, len);
-	rt_correlator__event(c, &e->hdr, false);
-	free(e);
+	rt_test_sock_io(c, kind, ts - US, ts, PID, tid, fd, (uint16_t)(40000 + fd), data,
+			strlen(data));
 }
 
 static void sock(uint16_t kind, uint64_t ts, const char *data)
@@ -144,17 +84,10 @@ static void sock(uint16_t kind, uint64_t ts, const char *data)
 /* `tid` accepts fd and reads request `id` on it at ts. */
 static void request_on(uint64_t ts, uint32_t tid, int fd, const char *id)
 {
-	struct rt_ev_sock_conn a = { 0 };
 	char buf[256];
 
-	hdr(&a.hdr, RT_EV_SOCK_ACCEPT, sizeof(a), ts - 10 * US, PID, tid);
-	a.enter_ns = a.hdr.ts_ns;
-	a.fd = a.ret = fd;
-	a.listen_fd = 3;
-	a.local.family = a.peer.family = RT_AF_INET;
-	a.local.port = 8000;
-	a.peer.port = (uint16_t)(40000 + fd);
-	rt_correlator__event(c, &a.hdr, false);
+	rt_test_conn(c, RT_EV_SOCK_ACCEPT, ts - 10 * US, PID, tid, fd, 8000,
+		     (uint16_t)(40000 + fd));
 	snprintf(buf, sizeof(buf),
 		 "POST /v1/completions HTTP/1.1\r\nHost: x\r\nx-request-id: %s\r\n"
 		 "Content-Length: 2\r\n\r\n{}",
@@ -185,12 +118,7 @@ static const struct rt_span *respond(uint64_t ts)
 
 static const struct rt_span_thread *thread_of(const struct rt_span *s, uint32_t tid)
 {
-	uint32_t i;
-
-	for (i = 0; i < s->cpu.n_threads; i++)
-		if (s->cpu.threads[i].tid == tid)
-			return &s->cpu.threads[i];
-	return NULL;
+	return rt_test_thread_of(s, tid);
 }
 
 static void test_steal_is_runqueue(void **state)
@@ -236,7 +164,7 @@ static void mark_for(uint16_t kind, uint64_t ts, uint32_t tid, uint32_t phase, c
 {
 	struct rt_ev_mark e = { 0 };
 
-	hdr(&e.hdr, kind, sizeof(e), ts, PID, tid);
+	rt_test_hdr(&e.hdr, kind, sizeof(e), ts, PID, tid);
 	e.phase = phase;
 	e.id_len = 1;
 	e.request_id[0] = id;
