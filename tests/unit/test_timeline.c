@@ -13,19 +13,7 @@
  * The generator's sweep (replay_sweep, compare_replay.py) checks the same
  * invariants on every scenario.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cmocka.h>
-
-#include <reqtrace/span.h>
-
-#include "correlate/correlator.h"
+#include "corr_harness.h"
 
 #define PID 100
 #define ENGINE 101
@@ -48,26 +36,15 @@ static void on_span(const struct rt_span *s, void *ctx)
 
 static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t ts, uint32_t tid)
 {
-	h->kind = kind;
-	h->size = size;
-	h->ts_ns = ts;
-	h->pid = PID;
-	h->tid = tid;
+	rt_test_hdr(h, kind, size, ts, PID, tid);
 }
 
 static int setup(void **state)
 {
-	struct rt_correlator_opts o = { .on_span = on_span };
-	struct rt_ev_target t = { 0 };
-
 	(void)state;
 	n_spans = 0;
-	c = rt_correlator__new(&o);
-	assert_non_null(c);
-	hdr(&t.hdr, RT_EV_TARGET, sizeof(t), T0, 0);
-	t.group_id = 1;
-	snprintf(t.group, sizeof(t.group), "svc");
-	rt_correlator__event(c, &t.hdr, false);
+	c = rt_test_correlator(on_span, NULL);
+	rt_test_target(c, T0, PID, "svc");
 	return 0;
 }
 
@@ -82,48 +59,26 @@ static int teardown(void **state)
 /* prev (0: idle) leaves the CPU (blocked or preempted) for next (0: idle) */
 static void sw(uint64_t ts, uint32_t prev, uint32_t state, uint32_t next)
 {
-	struct rt_ev_sched_switch e = { 0 };
+	const struct rt_test_sw s = { .ts = ts,
+				      .prev = prev,
+				      .next = next,
+				      .state = state,
+				      .prev_comm = "",
+				      .next_comm = "" };
 
-	hdr(&e.hdr, RT_EV_SCHED_SWITCH, sizeof(e), ts, prev);
-	e.hdr.pid = prev ? PID : 0;
-	e.prev_pid = prev ? PID : 0;
-	e.prev_tid = prev;
-	e.next_pid = next ? PID : 0;
-	e.next_tid = next;
-	e.prev_state = state;
-	rt_correlator__event(c, &e.hdr, false);
+	rt_test_switch(c, PID, &s);
 }
 
 static void wake(uint64_t ts, uint32_t waker, uint32_t target)
 {
-	struct rt_ev_sched_waking e = { 0 };
-
-	hdr(&e.hdr, RT_EV_SCHED_WAKING, sizeof(e), ts, waker);
-	e.target_pid = PID;
-	e.target_tid = target;
-	rt_correlator__event(c, &e.hdr, false);
+	rt_test_waking(c, ts, PID, waker, PID, target);
 }
 
 /* I/O of tid on fd, blocked from enter to ts */
 static void io_n(uint16_t kind, uint64_t enter, uint64_t ts, uint32_t tid, int fd, const char *data,
 		 size_t len)
 {
-	size_t size = RT_EVENT_SIZE_ALIGN(sizeof(struct rt_ev_sock_io) + len);
-	struct rt_ev_sock_io *e = calloc(1, size);
-
-	assert_non_null(e);
-	hdr(&e->hdr, kind, (uint16_t)size, ts, tid);
-	e->enter_ns = enter;
-	e->ret = (int64_t)len;
-	e->fd = fd;
-	e->syscall = kind == RT_EV_SOCK_RECV ? RT_SYS_READ : RT_SYS_WRITE;
-	e->head_len = (uint16_t)len;
-	e->local.family = e->peer.family = RT_AF_INET;
-	e->local.port = 8000;
-	e->peer.port = (uint16_t)(40000 + fd);
-	memcpy(e->data, data, len);
-	rt_correlator__event(c, &e->hdr, false);
-	free(e);
+	rt_test_sock_io(c, kind, enter, ts, PID, tid, fd, (uint16_t)(40000 + fd), data, len);
 }
 
 static void io(uint16_t kind, uint64_t enter, uint64_t ts, uint32_t tid, int fd, const char *data)
@@ -133,16 +88,10 @@ static void io(uint16_t kind, uint64_t enter, uint64_t ts, uint32_t tid, int fd,
 
 static void conn(uint16_t kind, uint64_t ts, uint32_t tid, int fd)
 {
-	struct rt_ev_sock_conn a = { 0 };
+	bool acc = kind == RT_EV_SOCK_ACCEPT;
 
-	hdr(&a.hdr, kind, sizeof(a), ts, tid);
-	a.enter_ns = ts;
-	a.fd = a.ret = fd;
-	a.listen_fd = kind == RT_EV_SOCK_ACCEPT ? 3 : -1;
-	a.local.family = a.peer.family = RT_AF_INET;
-	a.local.port = kind == RT_EV_SOCK_ACCEPT ? 8000 : 50000;
-	a.peer.port = kind == RT_EV_SOCK_ACCEPT ? (uint16_t)(40000 + fd) : 9000;
-	rt_correlator__event(c, &a.hdr, false);
+	rt_test_conn(c, kind, ts, PID, tid, fd, acc ? 8000 : 50000,
+		     acc ? (uint16_t)(40000 + fd) : 9000);
 }
 
 /* The handler accepts and reads request "a" at ts (on a CPU already). */
