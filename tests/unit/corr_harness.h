@@ -25,7 +25,9 @@
 #include <reqtrace/event.h>
 #include <reqtrace/span.h>
 
+#include "common/jsonw.h"
 #include "correlate/correlator.h"
+#include "export/span_json.h"
 
 /* Where spans go: the test's own array and count, which its assertions read. */
 struct rt_test_sink {
@@ -66,14 +68,13 @@ static inline struct rt_correlator *rt_test_correlator_sink(struct rt_test_sink 
 	return rt_test_correlator(rt_test_on_span, sink);
 }
 
+/* The whole header: source 0, as no test names a producer. */
 static inline void rt_test_hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t ts,
 			       uint32_t pid, uint32_t tid)
 {
-	h->kind = kind;
-	h->size = size;
-	h->ts_ns = ts;
-	h->pid = pid;
-	h->tid = tid;
+	*h = (struct rt_event_hdr){
+		.kind = kind, .size = size, .ts_ns = ts, .pid = pid, .tid = tid
+	};
 }
 
 /* pid becomes a target at ts, in group 1 named `group`. */
@@ -86,6 +87,16 @@ static inline void rt_test_target(struct rt_correlator *c, uint64_t ts, uint32_t
 	t.group_id = 1;
 	snprintf(t.group, sizeof(t.group), "%s", group);
 	rt_correlator__event(c, &t.hdr, false);
+}
+
+/* A fresh correlator collecting into sink, with pid a target of group from ts. */
+static inline struct rt_correlator *rt_test_correlator_for(struct rt_test_sink *sink, uint64_t ts,
+							   uint32_t pid, const char *group)
+{
+	struct rt_correlator *c = rt_test_correlator_sink(sink);
+
+	rt_test_target(c, ts, pid, group);
+	return c;
 }
 
 /*
@@ -113,6 +124,18 @@ static inline void rt_test_conn(struct rt_correlator *c, uint16_t kind, uint64_t
 	struct rt_ev_sock_conn a;
 
 	rt_test_conn_fill(&a, kind, ts, pid, tid, fd, local_port, peer_port);
+	rt_correlator__event(c, &a.hdr, false);
+}
+
+/* An accept of fd on port 8000 seen by its return alone: no entry time, no result. */
+static inline void rt_test_accept_bare(struct rt_correlator *c, uint64_t ts, uint32_t pid,
+				       uint32_t tid, int fd, uint16_t peer_port)
+{
+	struct rt_ev_sock_conn a;
+
+	rt_test_conn_fill(&a, RT_EV_SOCK_ACCEPT, ts, pid, tid, fd, 8000, peer_port);
+	a.enter_ns = 0;
+	a.ret = 0;
 	rt_correlator__event(c, &a.hdr, false);
 }
 
@@ -178,6 +201,18 @@ static inline void rt_test_switch(struct rt_correlator *c, uint32_t pid, const s
 	rt_correlator__event(c, &e.hdr, false);
 }
 
+/* The same with comms "t<tid>" on CPU 0: prev, in state, for next; runtimes 0: unknown. */
+static inline void rt_test_sched_switch(struct rt_correlator *c, uint32_t pid, uint64_t ts,
+					uint32_t prev, uint32_t state, uint32_t next,
+					uint64_t prev_rt, uint64_t next_rt)
+{
+	struct rt_test_sw s = { .ts = ts, .prev = prev, .next = next, .state = state };
+
+	s.prev_rt = prev_rt;
+	s.next_rt = next_rt;
+	rt_test_switch(c, pid, &s);
+}
+
 /* waker_pid/waker wakes target_pid/target at ts. */
 static inline void rt_test_waking(struct rt_correlator *c, uint64_t ts, uint32_t waker_pid,
 				  uint32_t waker, uint32_t target_pid, uint32_t target)
@@ -199,6 +234,20 @@ static inline const struct rt_span_thread *rt_test_thread_of(const struct rt_spa
 		if (s->cpu.threads[i].tid == tid)
 			return &s->cpu.threads[i];
 	return NULL;
+}
+
+/* s as span JSON, for key order and values as a reader sees them; the caller frees it. */
+static inline char *rt_test_span_json(const struct rt_span *s)
+{
+	struct rt_jsonw w;
+	char *out;
+
+	rt_jsonw_init(&w, 0);
+	rt_span_to_json(&w, s);
+	out = strdup(rt_jsonw_str(&w));
+	rt_jsonw_fini(&w);
+	assert_non_null(out);
+	return out;
 }
 
 #endif

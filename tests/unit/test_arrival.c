@@ -10,9 +10,6 @@
  */
 #include "corr_harness.h"
 
-#include "common/jsonw.h"
-#include "export/span_json.h"
-
 #define PID 100
 #define HANDLER 102
 #define OTHER_TID 103
@@ -32,16 +29,9 @@ static struct rt_test_sink sink = RT_TEST_SINK(spans, n_spans);
 
 static int setup_common(bool accept)
 {
-	struct rt_ev_sock_conn a;
-
-	c = rt_test_correlator_sink(&sink);
-	rt_test_target(c, T0, PID, "svc");
-	if (!accept)
-		return 0;
-	rt_test_conn_fill(&a, RT_EV_SOCK_ACCEPT, T0 + 1 * US, PID, HANDLER, FD, 8000, 40000);
-	a.enter_ns = 0; /* seen by its return alone */
-	a.ret = 0;
-	rt_correlator__event(c, &a.hdr, false);
+	c = rt_test_correlator_for(&sink, T0, PID, "svc");
+	if (accept)
+		rt_test_accept_bare(c, T0 + 1 * US, PID, HANDLER, FD, 40000);
 	return 0;
 }
 
@@ -108,20 +98,6 @@ static int64_t sum_phases(const struct rt_span *s)
 	return sum;
 }
 
-/* The span's JSON, for key order and values as a reader sees them. */
-static char *json_of(const struct rt_span *s)
-{
-	struct rt_jsonw w;
-	char *out;
-
-	rt_jsonw_init(&w, 0);
-	rt_span_to_json(&w, s);
-	out = strdup(rt_jsonw_str(&w));
-	rt_jsonw_fini(&w);
-	assert_non_null(out);
-	return out;
-}
-
 static void test_arrival_applied(void **state)
 {
 	const uint64_t arr = T0 + 2 * MS, start = T0 + 9 * MS, end = T0 + 20 * MS;
@@ -143,7 +119,7 @@ static void test_arrival_applied(void **state)
 	assert_int_equal(sum_phases(s), (int64_t)(end - arr));
 	assert_false(s->flags & RT_SPAN_BACKLOG_LOWER_BOUND);
 	assert_int_equal(stats().arrivals_applied, 1);
-	j = json_of(s);
+	j = rt_test_span_json(s);
 	assert_non_null(strstr(j, "\"arrival_ns\":1002000000,\"start_ns\":1009000000"));
 	assert_non_null(strstr(j, "\"duration_ms\":18.000"));
 	assert_non_null(strstr(j, "\"phases\":{\"backlog_ms\":7.000,\"receive_ms\":0.000"));
@@ -185,7 +161,7 @@ static void test_left_unread_flags_lower_bound(void **state)
 	assert_int_equal(spans[0].arrival_ns, arr);
 	assert_int_equal(spans[0].phase_ns[RT_PHASE_BACKLOG], (int64_t)(start - arr));
 	assert_true(spans[0].flags & RT_SPAN_BACKLOG_LOWER_BOUND);
-	j = json_of(&spans[0]);
+	j = rt_test_span_json(&spans[0]);
 	assert_non_null(strstr(j, "\"flags\":[\"backlog_lower_bound\"]"));
 	free(j);
 }
@@ -314,7 +290,7 @@ static void test_old_recording_unchanged(void **state)
 	assert_int_equal(spans[0].phase_ns[RT_PHASE_BACKLOG], RT_NULL_NS);
 	assert_int_equal(rt_span_duration_ns(&spans[0]), (int64_t)(end - start));
 	assert_int_equal(sum_phases(&spans[0]), (int64_t)(end - start));
-	j = json_of(&spans[0]);
+	j = rt_test_span_json(&spans[0]);
 	assert_non_null(strstr(j, "\"arrival_ns\":null,\"start_ns\":1005000000"));
 	assert_non_null(strstr(j, "\"duration_ms\":4.000"));
 	assert_non_null(strstr(j, "\"phases\":{\"backlog_ms\":null,\"receive_ms\":"));
@@ -362,7 +338,7 @@ static void test_json_round_trip(void **state)
 	s.phase_ns[RT_PHASE_BACKLOG] = 500000;
 	s.phase_source[RT_PHASE_BACKLOG] = RT_PSRC_PROBE;
 	s.flags = RT_SPAN_BACKLOG_LOWER_BOUND;
-	j = json_of(&s);
+	j = rt_test_span_json(&s);
 	assert_int_equal(rt_span_from_json(j, &back), 0);
 	free(j);
 	assert_int_equal(back.arrival_ns, s.arrival_ns);

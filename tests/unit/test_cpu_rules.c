@@ -37,8 +37,7 @@ static struct rt_test_sink sink = RT_TEST_SINK(spans, n_spans);
 static int setup(void **state)
 {
 	(void)state;
-	c = rt_test_correlator_sink(&sink);
-	rt_test_target(c, T0, PID, "svc");
+	c = rt_test_correlator_for(&sink, T0, PID, "svc");
 	return 0;
 }
 
@@ -54,14 +53,7 @@ static int teardown(void **state)
 static void sw(uint64_t ts, uint32_t prev, uint32_t state, uint64_t prev_rt, uint32_t next,
 	       uint64_t next_rt)
 {
-	const struct rt_test_sw s = { .ts = ts,
-				      .prev = prev,
-				      .next = next,
-				      .state = state,
-				      .prev_rt = prev_rt,
-				      .next_rt = next_rt };
-
-	rt_test_switch(c, PID, &s);
+	rt_test_sched_switch(c, PID, ts, prev, state, next, prev_rt, next_rt);
 }
 
 static void wake(uint64_t ts, uint32_t waker, uint32_t target)

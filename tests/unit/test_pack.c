@@ -41,8 +41,7 @@ static void hdr(struct rt_event_hdr *h, uint16_t kind, uint16_t size, uint64_t t
 static int setup(void **state)
 {
 	(void)state;
-	c = rt_test_correlator_sink(&sink);
-	rt_test_target(c, T0, PID, "svc");
+	c = rt_test_correlator_for(&sink, T0, PID, "svc");
 	return 0;
 }
 
@@ -56,11 +55,7 @@ static int teardown(void **state)
 
 static void sw(uint64_t ts, uint32_t prev, uint32_t next)
 {
-	const struct rt_test_sw s = {
-		.ts = ts, .prev = prev, .next = next, .state = RT_TASK_BLOCKED
-	};
-
-	rt_test_switch(c, PID, &s);
+	rt_test_sched_switch(c, PID, ts, prev, RT_TASK_BLOCKED, next, 0, 0);
 }
 
 static void sock(uint16_t kind, uint64_t ts, uint32_t tid, int fd, const char *data)

@@ -12,9 +12,6 @@
  */
 #include "corr_harness.h"
 
-#include "common/jsonw.h"
-#include "export/span_json.h"
-
 #define PID 100
 #define HANDLER 102
 #define FD 7
@@ -40,16 +37,9 @@ static struct rt_test_sink sink = RT_TEST_SINK(spans, n_spans);
 
 static int setup_common(bool accept)
 {
-	struct rt_ev_sock_conn a;
-
-	c = rt_test_correlator_sink(&sink);
-	rt_test_target(c, T0, PID, "svc");
-	if (!accept)
-		return 0;
-	rt_test_conn_fill(&a, RT_EV_SOCK_ACCEPT, T0 + 1 * US, PID, HANDLER, FD, 8000, 40000);
-	a.enter_ns = 0; /* seen by its return alone */
-	a.ret = 0;
-	rt_correlator__event(c, &a.hdr, false);
+	c = rt_test_correlator_for(&sink, T0, PID, "svc");
+	if (accept)
+		rt_test_accept_bare(c, T0 + 1 * US, PID, HANDLER, FD, 40000);
 	return 0;
 }
 
@@ -108,19 +98,6 @@ static void closed(uint64_t ts)
 	rt_correlator__event(c, &e.hdr, false);
 }
 
-static char *json_of(const struct rt_span *s)
-{
-	struct rt_jsonw w;
-	char *out;
-
-	rt_jsonw_init(&w, 0);
-	rt_span_to_json(&w, s);
-	out = strdup(rt_jsonw_str(&w));
-	rt_jsonw_fini(&w);
-	assert_non_null(out);
-	return out;
-}
-
 static void assert_no_phase(const struct rt_span *s)
 {
 	int p;
@@ -166,7 +143,7 @@ static void test_mid_body(void **state)
 	assert_int_equal(s->itl_max_ns, 15 * MS);
 	assert_int_equal(s->itl_p50_ns, 10 * MS);
 	assert_no_phase(s);
-	j = json_of(s);
+	j = rt_test_span_json(s);
 	assert_non_null(strstr(j,
 			       "\"method\":null,\"path\":null,\"status\":null,\"arrival_ns\":null,"
 			       "\"start_ns\":null,\"received_ns\":null,\"first_token_ns\":null,"
