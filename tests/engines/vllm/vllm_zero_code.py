@@ -411,7 +411,7 @@ def loop_cpu_run():
                        (["--record", rec, "--capture-bodies"] if rec else []))
     try:
         groups = []
-        for name, conc, n, pre in (("sequential", 1, 8, "cseq-"), ("concurrent x4", 4, 16, "cpar-"),
+        for name, conc, n, pre in (("sequential", 1, 16, "cseq-"), ("concurrent x4", 4, 16, "cpar-"),
                                    ("concurrent x16", 16, 48, "chigh-")):
             snap0 = thread_cpu(srv.pid)
             got, r = lc.run_load(port, "--concurrency", conc, "--requests", n, "--stream",
