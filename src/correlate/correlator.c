@@ -399,23 +399,21 @@ static void zmq_record(struct rt_correlator *c, const struct rt_ev_zmq_msg *ev)
 /*
  * The process's engine threads are the ones that make its engine pack's
  * calls (cpu.c, rule 3); a compute pool's regions (libgomp) name only the
- * thread that opens them, not the engine's others.
+ * thread that opens them, not the engine's others. Both flags are set
+ * together and never cleared, so a thread already marked is done.
  */
 static void engine_call(struct rt_correlator *c, const struct rt_event_hdr *ev)
 {
+	struct rt_thread *t = ev->tid ? rt_thread_get(c, ev->tid, ev->pid, true) : NULL;
 	struct rt_proc *p;
-	struct rt_thread *t;
 
-	if (ev->kind == RT_EV_PACK_CALL &&
-	    ((const struct rt_ev_pack_call *)ev)->role == RT_PACK_REGION)
+	if (!t || t->engine_calls)
 		return;
 	p = rt_proc_get(c, ev->pid, true);
-	if (!p || !ev->tid)
+	if (!p)
 		return;
 	p->engine_pack = true;
-	t = rt_thread_get(c, ev->tid, ev->pid, true);
-	if (t)
-		t->engine_calls = true;
+	t->engine_calls = true;
 }
 
 static void on_loss(struct rt_correlator *c, const struct rt_ev_loss *ev)
@@ -521,12 +519,14 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 		break;
 	case RT_EV_PACK_CALL:
 	case RT_EV_PACK_BATCH:
-		engine_call(c, ev);
 		/* parallel regions of a compute pool (pool.c); other roles: pack.c */
 		if (ev->kind == RT_EV_PACK_CALL &&
-		    ((const struct rt_ev_pack_call *)ev)->role == RT_PACK_REGION)
+		    ((const struct rt_ev_pack_call *)ev)->role == RT_PACK_REGION) {
 			rt_pool_on_region(c, (const struct rt_ev_pack_call *)ev);
-		else if (rt_proc_get(c, ev->pid, true))
+			break;
+		}
+		engine_call(c, ev);
+		if (rt_proc_get(c, ev->pid, true))
 			rt_pack_on_event(c, ev);
 		break;
 	case RT_EV_LOSS:
