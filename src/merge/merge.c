@@ -54,21 +54,22 @@ _Static_assert(sizeof(struct entry) == 16, "heap entry");
 #define HEAP_PAD 3
 
 /*
- * Runs: most records come in time order per source, or in a few
- * interleaved ordered streams (one per CPU of a round, a late batch). A
- * record no older than the newest record of some run is appended to the
- * run whose newest is the closest below it, in O(1) and without touching
- * the heap; the rest go to the heap. Each run is sorted by (ts, arrival),
- * so the oldest held record is the least of the heap's top and the runs'
- * heads: the release order is exactly the heap's alone.
+ * Calendar: almost every held record lies within a few hundred ms of the
+ * horizon, so it is appended, unsorted, to the bucket of its time: O(1),
+ * no comparison, and the bucket's entries sit together in memory. A bucket
+ * is sorted only when the release reaches it, by a sort stable on ts, so
+ * that arrival order breaks ties exactly as the heap does. Records outside
+ * the calendar's window go to the heap, and the release takes the lesser of
+ * the two heads: the order is (ts, arrival), whatever the mix.
  */
-#define N_RUNS 16
-#define RUN_INIT 256
+#define CAL_SHIFT 16 /* 65.5 us buckets */
+#define CAL_N 8192 /* a window of 537 ms */
+#define CAL_KEEP 64 /* entries of a bucket's array kept when it empties */
+#define SORT_RUN 16 /* insertion-sorted blocks before merging */
 
-struct run {
-	struct entry *e; /* ring of cap entries, a power of two */
-	size_t cap, head, n;
-	__u64 tail_ts; /* ts of the newest entry */
+struct bucket {
+	struct entry *e;
+	unsigned int n, cap;
 };
 
 struct source {
@@ -90,9 +91,14 @@ struct rt_merge {
 	struct entry *heap;
 	void *heap_mem;
 	size_t heap_n, heap_cap;
-	struct run runs[N_RUNS];
-	size_t run_n; /* entries in all runs */
-	int last_run; /* the run the previous record went to */
+	struct bucket *cal; /* CAL_N, bucket b at cal[b % CAL_N] */
+	__u64 cal_base; /* first bucket number the ring holds */
+	size_t cal_n; /* entries in the ring */
+	/* the bucket being released, sorted; cur_no is its number */
+	struct entry *cur, *scratch;
+	size_t cur_n, cur_i, cur_cap, scratch_cap;
+	__u64 cur_no;
+	bool cur_open;
 	struct rt_event_hdr **late;
 	size_t late_n, late_cap;
 	__u64 seq;
@@ -193,6 +199,12 @@ static void *slot_alloc(struct rt_merge *m, unsigned int c)
 	if (ch->free) {
 		p = ch->free;
 		memcpy(&ch->free, p, sizeof(void *));
+		/*
+		 * Freed slots are scattered and cold: fetch the next one now,
+		 * a record ahead, instead of stalling on its link then.
+		 */
+		if (ch->free)
+			__builtin_prefetch(ch->free, 1);
 	} else {
 		p = (char *)ch + CHUNK_HDR + (size_t)ch->carved * sc->slot;
 		ch->carved++;
@@ -269,97 +281,177 @@ static struct rt_event_hdr *heap_pop(struct rt_merge *m)
 	return top.rec;
 }
 
-/* The run a record of time ts goes to (one with room made for it), or -1: the heap. */
-static int run_for(struct rt_merge *m, __u64 ts)
+/* ---- calendar ------------------------------------------------------------------ */
+
+static int grow_entries(struct entry **e, size_t *cap, size_t need)
 {
-	int i, best = -1, empty = -1;
+	size_t n = *cap ? *cap : 16;
+	struct entry *p;
 
-	/* a stream in order stays on its run without looking at the others */
-	if (m->runs[m->last_run].n && m->runs[m->last_run].tail_ts <= ts)
-		return m->last_run;
-	for (i = 0; i < N_RUNS; i++) {
-		const struct run *r = &m->runs[i];
-
-		if (!r->n) {
-			if (empty < 0)
-				empty = i;
-		} else if (r->tail_ts <= ts && (best < 0 || r->tail_ts > m->runs[best].tail_ts)) {
-			best = i;
-		}
-	}
-	return best >= 0 ? best : empty;
-}
-
-static int run_reserve(struct run *r)
-{
-	size_t cap, i;
-	struct entry *e;
-
-	if (r->n < r->cap)
+	while (n < need)
+		n *= 2;
+	if (n == *cap)
 		return 0;
-	cap = r->cap ? 2 * r->cap : RUN_INIT;
-	e = malloc(cap * sizeof(*e));
-	if (!e)
+	p = realloc(*e, n * sizeof(*p));
+	if (!p)
 		return -ENOMEM;
-	for (i = 0; i < r->n; i++)
-		e[i] = r->e[(r->head + i) & (r->cap - 1)];
-	free(r->e);
-	r->e = e;
-	r->cap = cap;
-	r->head = 0;
+	*e = p;
+	*cap = n;
 	return 0;
 }
 
-static void run_push(struct rt_merge *m, struct run *r, struct entry e)
+static void insertion_sort(struct entry *e, size_t n)
 {
-	r->e[(r->head + r->n) & (r->cap - 1)] = e;
-	r->n++;
-	r->tail_ts = e.ts;
-	m->run_n++;
-	m->last_run = (int)(r - m->runs);
-}
+	size_t i, j;
+	struct entry x;
 
-/* Where the oldest held record is: a run's index, N_RUNS for the heap, -1 for none. */
-static int oldest(const struct rt_merge *m)
-{
-	const struct entry *best = m->heap_n ? &m->heap[0] : NULL;
-	int i, where = best ? N_RUNS : -1;
-
-	if (!m->run_n)
-		return where;
-	for (i = 0; i < N_RUNS; i++) {
-		const struct run *r = &m->runs[i];
-
-		if (r->n && (!best || before(&r->e[r->head], best))) {
-			best = &r->e[r->head];
-			where = i;
-		}
+	for (i = 1; i < n; i++) {
+		x = e[i];
+		for (j = i; j && e[j - 1].ts > x.ts; j--)
+			e[j] = e[j - 1];
+		e[j] = x;
 	}
-	return where;
 }
 
-static __u64 oldest_ts(const struct rt_merge *m, int where)
+/*
+ * Stable: insertion-sorted blocks, then merge passes between e and tmp. A
+ * bucket is a few ordered stretches (one per CPU of a ring round, a late
+ * batch), so a bucket already in order, the common case, costs one pass.
+ */
+static struct entry *stable_sort(struct entry *e, struct entry *tmp, size_t n)
 {
-	const struct run *r = &m->runs[where < N_RUNS ? where : 0];
+	struct entry *src = e, *dst = tmp, *t;
+	size_t i, w, lo, mid, hi, a, b, k;
 
-	return where < N_RUNS ? r->e[r->head].ts : m->heap[0].ts;
+	for (i = 1; i < n && e[i - 1].ts <= e[i].ts; i++)
+		;
+	if (i >= n)
+		return e;
+	for (i = 0; i < n; i += SORT_RUN)
+		insertion_sort(e + i, n - i < SORT_RUN ? n - i : SORT_RUN);
+	for (w = SORT_RUN; w < n; w *= 2) {
+		for (lo = 0; lo < n; lo += 2 * w) {
+			mid = lo + w < n ? lo + w : n;
+			hi = lo + 2 * w < n ? lo + 2 * w : n;
+			a = lo, b = mid, k = lo;
+			if (mid < hi && src[mid - 1].ts <= src[mid].ts) {
+				memcpy(dst + lo, src + lo, (hi - lo) * sizeof(*src));
+				continue;
+			}
+			while (a < mid && b < hi)
+				dst[k++] = src[b].ts < src[a].ts ? src[b++] : src[a++];
+			while (a < mid)
+				dst[k++] = src[a++];
+			while (b < hi)
+				dst[k++] = src[b++];
+		}
+		t = src, src = dst, dst = t;
+	}
+	return src;
 }
 
-static struct rt_event_hdr *take(struct rt_merge *m, int where)
+/* Appends to the ring, or inserts into the open bucket; 1: neither (the heap's). */
+static int cal_push(struct rt_merge *m, struct entry e)
 {
-	struct run *r;
-	struct entry e;
+	__u64 no = e.ts >> CAL_SHIFT;
+	struct bucket *bk;
+	size_t lo, hi, mid, cap;
 
-	if (where == N_RUNS)
+	if (m->cur_open && no == m->cur_no) {
+		if (grow_entries(&m->cur, &m->cur_cap, m->cur_n + 1))
+			return -ENOMEM;
+		/* after every entry of time <= ts: it arrived last */
+		lo = m->cur_i, hi = m->cur_n;
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			if (m->cur[mid].ts <= e.ts)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		memmove(m->cur + lo + 1, m->cur + lo, (m->cur_n - lo) * sizeof(e));
+		m->cur[lo] = e;
+		m->cur_n++;
+		return 0;
+	}
+	if (!m->cal_n && (!m->cur_open || m->cur_i == m->cur_n)) {
+		/* nothing held in order: the window may move anywhere */
+		m->cur_open = false;
+		m->cal_base = no;
+	}
+	if (no < m->cal_base || no - m->cal_base >= CAL_N)
+		return 1;
+	bk = &m->cal[no & (CAL_N - 1)];
+	if (bk->n == bk->cap) {
+		cap = bk->cap;
+		if (grow_entries(&bk->e, &cap, bk->n + 1u))
+			return -ENOMEM;
+		bk->cap = (unsigned int)cap;
+	}
+	bk->e[bk->n++] = e;
+	m->cal_n++;
+	return 0;
+}
+
+/* The ring's oldest entry, opening its next bucket when the open one is spent. */
+static struct entry *cal_head(struct rt_merge *m)
+{
+	struct bucket *bk;
+	struct entry *sorted, *t;
+	size_t cap;
+
+	if (m->cur_open && m->cur_i < m->cur_n)
+		return &m->cur[m->cur_i];
+	if (!m->cal_n)
+		return NULL;
+	while (!(bk = &m->cal[m->cal_base & (CAL_N - 1)])->n)
+		m->cal_base++;
+	if (m->scratch_cap < bk->n && grow_entries(&m->scratch, &m->scratch_cap, bk->n))
+		insertion_sort(bk->e, bk->n); /* no room to merge: slow, still in order */
+	/* the bucket's array becomes the open one; the spent one goes back */
+	t = m->cur, cap = m->cur_cap;
+	m->cur = bk->e, m->cur_cap = bk->cap, m->cur_n = bk->n, m->cur_i = 0;
+	if (cap > CAL_KEEP) {
+		free(t);
+		t = NULL, cap = 0;
+	}
+	bk->e = t, bk->cap = (unsigned int)cap, bk->n = 0;
+	m->cal_n -= m->cur_n;
+	m->cur_no = m->cal_base++;
+	m->cur_open = true;
+	sorted = m->scratch_cap < m->cur_n ? m->cur : stable_sort(m->cur, m->scratch, m->cur_n);
+	if (sorted != m->cur) {
+		t = m->cur, cap = m->cur_cap;
+		m->cur = m->scratch, m->cur_cap = m->scratch_cap;
+		m->scratch = t, m->scratch_cap = cap;
+	}
+	return &m->cur[0];
+}
+
+/* The oldest held entry (NULL: none); *in_heap says where it is. */
+static struct entry *oldest(struct rt_merge *m, bool *in_heap)
+{
+	struct entry *c = cal_head(m), *h = m->heap_n ? &m->heap[0] : NULL;
+
+	*in_heap = h && (!c || before(h, c));
+	return *in_heap ? h : c;
+}
+
+static struct rt_event_hdr *take(struct rt_merge *m, bool in_heap)
+{
+	struct rt_event_hdr *rec;
+	size_t i;
+
+	if (in_heap)
 		return heap_pop(m);
-	r = &m->runs[where];
-	e = r->e[r->head];
-	r->head = (r->head + 1) & (r->cap - 1);
-	r->n--;
-	m->run_n--;
-	if (r->n)
-		__builtin_prefetch(r->e[r->head].rec);
-	return e.rec;
+	rec = m->cur[m->cur_i++].rec;
+	/* the callback reads each record soon; most were written long ago */
+	i = m->cur_i + 3;
+	if (i < m->cur_n) {
+		__builtin_prefetch(m->cur[i].rec);
+		__builtin_prefetch((char *)m->cur[i].rec + 64);
+	}
+	return rec;
 }
 
 static size_t next_cap(const struct rt_merge *m, size_t cap)
@@ -529,7 +621,8 @@ struct rt_merge *rt_merge__new(const struct rt_merge_opts *opts)
 	m->chunks = calloc(m->max_chunks, sizeof(*m->chunks));
 	m->src = calloc(m->max_sources, sizeof(*m->src));
 	m->idx = calloc(idx_n, sizeof(*m->idx));
-	if (!m->chunks || !m->src || !m->idx) {
+	m->cal = calloc(CAL_N, sizeof(*m->cal));
+	if (!m->chunks || !m->src || !m->idx || !m->cal) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -551,8 +644,11 @@ void rt_merge__free(struct rt_merge *m)
 		free(m->chunks[i]);
 	free(m->chunks);
 	free(m->heap_mem);
-	for (i = 0; i < N_RUNS; i++)
-		free(m->runs[i].e);
+	for (i = 0; m->cal && i < CAL_N; i++)
+		free(m->cal[i].e);
+	free(m->cal);
+	free(m->cur);
+	free(m->scratch);
 	free(m->late);
 	free(m->src);
 	free(m->idx);
@@ -574,7 +670,7 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 	unsigned int c;
 	__u64 *slot;
 	bool late;
-	int run;
+	int where = 1;
 
 	if (ev->size < sizeof(*ev) || ev->size > RT_EVENT_MAX)
 		return -EINVAL;
@@ -602,10 +698,8 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 		return refuse(m, -ENOBUFS);
 	}
 	late = ev->ts_ns < m->horizon;
-	run = late ? -1 : run_for(m, ev->ts_ns);
-	if (run >= 0 && run_reserve(&m->runs[run]))
-		run = -1;
-	if (run < 0 && reserve(m, late))
+	/* room first, so that a refusal leaves nothing half-queued */
+	if (reserve(m, late))
 		return refuse(m, -ENOMEM);
 	slot = slot_alloc(m, c);
 	if (!slot)
@@ -613,13 +707,16 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 	*slot = m->seq;
 	rec = (struct rt_event_hdr *)(slot + 1);
 	memcpy(rec, ev, ev->size);
+	if (!late)
+		where = cal_push(m, (struct entry){ .ts = ev->ts_ns, .rec = rec });
 	if (late) {
 		m->late[m->late_n++] = rec;
 		m->st.late++;
-	} else if (run >= 0) {
-		run_push(m, &m->runs[run], (struct entry){ .ts = ev->ts_ns, .rec = rec });
-	} else {
+	} else if (where > 0) {
 		heap_push(m, (struct entry){ .ts = ev->ts_ns, .rec = rec });
+	} else if (where < 0) {
+		slot_free(m, slot);
+		return refuse(m, -ENOMEM);
 	}
 	m->seq++;
 	m->st.pushed++;
@@ -665,16 +762,18 @@ static int ret_count(size_t n)
 
 int rt_merge__drain(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 {
+	struct entry *e;
 	size_t n = 0;
+	bool in_heap;
 	__u64 w;
-	int err, where;
+	int err;
 
 	err = release_late(m, fn, ctx, &n);
 	if (err)
 		return err;
 	w = min_watermark(m);
-	while ((where = oldest(m)) >= 0 && oldest_ts(m, where) < w) {
-		err = release(m, take(m, where), 0, fn, ctx);
+	while ((e = oldest(m, &in_heap)) && e->ts < w) {
+		err = release(m, take(m, in_heap), 0, fn, ctx);
 		n++;
 		if (err)
 			return err;
@@ -683,9 +782,9 @@ int rt_merge__drain(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 	if (m->n_src && w > m->horizon)
 		m->horizon = w;
 	if (m->want_cls >= 0) {
-		while ((where = oldest(m)) >= 0 &&
+		while (oldest(m, &in_heap) &&
 		       (m->st.pending >= m->max_pending || !class_has_room(m, m->want_cls))) {
-			err = release(m, take(m, where), RT_MERGE_FORCED, fn, ctx);
+			err = release(m, take(m, in_heap), RT_MERGE_FORCED, fn, ctx);
 			n++;
 			if (err)
 				return err;
@@ -698,13 +797,14 @@ int rt_merge__drain(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 int rt_merge__flush(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 {
 	size_t n = 0;
-	int err, where;
+	bool in_heap;
+	int err;
 
 	err = release_late(m, fn, ctx, &n);
 	if (err)
 		return err;
-	while ((where = oldest(m)) >= 0) {
-		err = release(m, take(m, where), 0, fn, ctx);
+	while (oldest(m, &in_heap)) {
+		err = release(m, take(m, in_heap), 0, fn, ctx);
 		n++;
 		if (err)
 			return err;

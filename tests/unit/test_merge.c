@@ -380,6 +380,80 @@ static void test_ties_stable(void **state)
 	rt_merge__free(m);
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+	const struct out *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * Times at every scale the calendar distinguishes: ties, one bucket, many,
+ * beyond its window (the heap's), after it emptied and moved. Each drain
+ * must give exactly the held records below the watermark in (ts, arrival)
+ * order, whichever structure held them.
+ */
+static void test_order_any_spread(void **state)
+{
+	static const __u64 spread[] = { 1, 1000, 70000, 3 * MS, 200 * MS, 2000 * MS };
+	struct rt_merge_opts o = { .max_pending = 100000 };
+	struct rt_merge *m = rt_merge__new(&o);
+	struct sink *s = sink_new();
+	struct out *held = calloc(MAX_OUT, sizeof(*held)), *want = calloc(MAX_OUT, sizeof(*want));
+	size_t n_held = 0, n_want, i, j, k, round;
+	__u64 base = 5 * MS, w;
+	__u32 id = 0;
+
+	(void)state;
+	assert_non_null(m);
+	rt_merge__add_source(m, 1);
+	for (round = 0; round < 400; round++) {
+		size_t burst = 1 + rnd() % 300;
+		__u64 sp = spread[rnd() % 6];
+
+		for (k = 0; k < burst; k++) {
+			__u64 ts = base + (rnd() % 8 == 0 ? 0 : rnd() % sp);
+
+			assert_int_equal(rt_merge__push(m, rec(1, ts, id, 0)), 0);
+			held[n_held++] = (struct out){ .ts = ts, .id = id++ };
+		}
+		w = base + rnd() % (2 * sp + 1);
+		s->n = 0;
+		assert_int_equal(rt_merge__push(m, wm(1, w)), 0);
+		assert_true(rt_merge__drain(m, collect, s) >= 0);
+		n_want = 0;
+		for (i = j = 0; i < n_held; i++) {
+			if (held[i].ts < w)
+				want[n_want++] = held[i];
+			else
+				held[j++] = held[i];
+		}
+		n_held = j;
+		qsort(want, n_want, sizeof(*want), key_cmp);
+		assert_int_equal(s->n, n_want);
+		for (i = 0; i < n_want; i++) {
+			assert_int_equal(s->o[i].ts, want[i].ts);
+			assert_int_equal(s->o[i].id, want[i].id);
+			assert_int_equal(s->o[i].flags, 0);
+		}
+		/* the next records start at the horizon, or jump far ahead */
+		base = w > base ? w : base;
+		if (rnd() % 16 == 0)
+			base += 3000 * MS;
+	}
+	s->n = 0;
+	assert_int_equal(rt_merge__flush(m, collect, s), (int)n_held);
+	qsort(held, n_held, sizeof(*held), key_cmp);
+	for (i = 0; i < n_held; i++)
+		assert_int_equal(s->o[i].id, held[i].id);
+	free(held);
+	free(want);
+	sink_free(s);
+	rt_merge__free(m);
+}
+
 static void test_sources_auto_remove_limit(void **state)
 {
 	struct rt_merge_opts o = { .max_sources = 2 };
@@ -461,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_byte_bound),
 		cmocka_unit_test(test_flush_and_regressions),
 		cmocka_unit_test(test_ties_stable),
+		cmocka_unit_test(test_order_any_spread),
 		cmocka_unit_test(test_sources_auto_remove_limit),
 		cmocka_unit_test(test_callback_error_and_args),
 	};
