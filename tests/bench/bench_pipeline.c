@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/event_check.h"
 #include "common/jsonw.h"
 #include "export/rtrace_write.h"
 #include "export/span_json.h"
@@ -676,6 +677,111 @@ static int run_stage(const char *path, enum stage st, FILE *dump, double *secs, 
 	return err < 0 ? err : (sink == 1 ? 1 : 0);
 }
 
+/*
+ * --kinds: where the correlator's time goes, per record kind. The same
+ * merge and correlator as the pipeline stage, wired here so that each
+ * record's hand-over can be timed (CLOCK_MONOTONIC, the pair's own cost
+ * measured and subtracted). Not part of the table: the timer costs more
+ * than some records do.
+ */
+struct kinds {
+	struct rt_correlator *corr;
+	uint64_t ns[RT_EV__MAX], n[RT_EV__MAX];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int timed_correlate(const struct rt_event_hdr *ev, unsigned int flags, void *ctx)
+{
+	struct kinds *k = ctx;
+	uint64_t t = mono_ns();
+
+	rt_correlator__event(k->corr, ev, flags & RT_MERGE_LATE);
+	k->ns[ev->kind] += mono_ns() - t;
+	k->n[ev->kind]++;
+	return 0;
+}
+
+static const char *kind_name(unsigned int kind)
+{
+	static char buf[16];
+	const char *n = rt_event_kind_name(kind);
+
+	if (n)
+		return n;
+	snprintf(buf, sizeof(buf), "kind %u", kind);
+	return buf;
+}
+
+static int run_kinds(const char *path)
+{
+	struct rt_merge_opts mo = { .max_pending = MERGE_PENDING, .max_bytes = MERGE_BYTES };
+	struct rt_correlator_opts co = { 0 };
+	struct rt_store_opts so = { 0 };
+	struct run r = { 0 };
+	struct kinds *k = calloc(1, sizeof(*k));
+	struct rt_trace_reader *rd = NULL;
+	struct rt_merge *m = NULL;
+	const struct rt_event_hdr *ev;
+	uint64_t t0, pair = UINT64_MAX, tot = 0, n = 0;
+	unsigned int i;
+	int err = -ENOMEM;
+
+	r.store = rt_store__new(&so);
+	co.on_span = on_span;
+	co.ctx = &r;
+	if (!k || !r.store)
+		goto cleanup;
+	k->corr = rt_correlator__new(&co);
+	m = rt_merge__new(&mo);
+	rd = rt_trace_reader__open(path, NULL);
+	if (!k->corr || !m || !rd)
+		goto cleanup;
+	for (i = 0; i < 1000; i++) {
+		t0 = mono_ns();
+		t0 = mono_ns() - t0;
+		pair = t0 < pair ? t0 : pair;
+	}
+	while ((err = rt_trace_reader__next(rd, &ev)) == 1) {
+		rt_merge__push_release(m, ev, timed_correlate, k);
+		if (ev->kind == RT_EV_WATERMARK) {
+			rt_merge__drain(m, timed_correlate, k);
+			rt_correlator__advance(k->corr, rt_merge__horizon(m));
+		}
+	}
+	rt_merge__flush(m, timed_correlate, k);
+	rt_correlator__finish(k->corr);
+	for (i = 0; i < RT_EV__MAX; i++) {
+		k->ns[i] -= k->n[i] * pair < k->ns[i] ? k->n[i] * pair : k->ns[i];
+		tot += k->ns[i];
+		n += k->n[i];
+	}
+	printf("correlator time per record kind (timer pair %llu ns subtracted):\n",
+	       (unsigned long long)pair);
+	printf("%-18s %10s %10s %8s\n", "kind", "records", "ns/record", "share");
+	for (i = 0; i < RT_EV__MAX; i++)
+		if (k->n[i])
+			printf("%-18s %10llu %10.0f %7.1f%%\n", kind_name(i),
+			       (unsigned long long)k->n[i], (double)k->ns[i] / k->n[i],
+			       tot ? 100.0 * k->ns[i] / tot : 0.0);
+	printf("%-18s %10llu %10.0f\n", "all", (unsigned long long)n, n ? (double)tot / n : 0.0);
+	err = 0;
+cleanup:
+	rt_trace_reader__free(rd);
+	rt_merge__free(m);
+	if (k)
+		rt_correlator__free(k->corr);
+	free(k);
+	rt_store__free(r.store);
+	return err < 0 ? err : 0;
+}
+
 static int dbl_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -694,6 +800,7 @@ int main(int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "dump", required_argument, NULL, 'd' },
 		{ "one-group", no_argument, NULL, 'g' },
+		{ "kinds", no_argument, NULL, 'K' },
 		{ 0 },
 	};
 	uint32_t copies = 10000;
@@ -701,9 +808,9 @@ int main(int argc, char **argv)
 	int reps = 5, only = -1, c, err, st, i;
 	const char *path = NULL, *dump = NULL;
 	char defpath[256];
-	bool keep = false;
+	bool keep = false, kinds = false;
 	double *secs;
-	struct result res[ST__N];
+	struct result res[ST__N] = { 0 };
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -731,10 +838,13 @@ int main(int argc, char **argv)
 		case 'g':
 			one_group = true;
 			break;
+		case 'K':
+			kinds = true;
+			break;
 		default:
-			fprintf(stderr,
-				"usage: bench_pipeline [--copies N] [--stagger-us U] "
-				"[--reps R] [--file PATH] [--keep] [--only 0-3] [--dump F]\n");
+			fprintf(stderr, "usage: bench_pipeline [--copies N] [--stagger-us U] "
+					"[--reps R] [--file PATH] [--keep] [--only 0-3] [--dump F] "
+					"[--one-group] [--kinds]\n");
 			return 2;
 		}
 	}
@@ -764,6 +874,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_pipeline: --dump %s failed\n", dump);
 			return 1;
 		}
+	}
+	if (kinds && run_kinds(path) < 0) {
+		fprintf(stderr, "bench_pipeline: --kinds failed\n");
+		return 1;
 	}
 	secs = calloc((size_t)reps * ST__N, sizeof(*secs));
 	if (!secs)
