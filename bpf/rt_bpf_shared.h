@@ -16,7 +16,7 @@
 enum rt_bpf_counter {
 	RT_CNT_LOST_ALL = RT_EV__MAX, /* every failed reservation, any kind */
 	RT_CNT_TARGETS_FULL = RT_EV__MAX + 1, /* traced_tgids had no room for a child */
-	RT_CNT_ARGS_FULL = RT_EV__MAX + 2, /* sock_args update failed */
+	RT_CNT_ARGS_FULL = RT_EV__MAX + 2, /* sock_args task storage not created (no memory) */
 	RT_CNT_RING_PEAK = RT_EV__MAX + 3, /* max bytes in the ring seen at a submit (not a sum) */
 	RT_CNT_STEP_TRUNC = RT_EV__MAX + 4, /* step members beyond RT_BPF_MARK_STEP_MAX */
 	RT_CNT_ARRIVALS_FULL = RT_EV__MAX + 5, /* arrivals insert failed: connection not followed */
@@ -24,7 +24,6 @@ enum rt_bpf_counter {
 };
 
 #define RT_BPF_TARGETS_DEFAULT 4096 /* traced_tgids entries */
-#define RT_BPF_ARGS_MAX 16384 /* threads inside a traced socket syscall at once */
 #define RT_BPF_ARRIVALS_MAX 65536 /* followed connections on watched ports (sock.bpf.c) */
 #define RT_BPF_MARK_STEP_MAX 256 /* == RT_MARK_STEP_MAX (reqtrace/marker.h) */
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -54,7 +55,7 @@ static int attach_object(struct rt_bpf_source *s, struct bpf_object *obj,
 	bpf_object__for_each_program(prog, obj) {
 		for (i = 0; i < n_skip && prog != skip[i]; i++)
 			;
-		if (i < n_skip)
+		if (i < n_skip || !bpf_program__autoload(prog))
 			continue;
 		snprintf(what, sizeof(what), "attaching %s (%s)", bpf_program__name(prog),
 			 bpf_program__section_name(prog));
@@ -110,10 +111,42 @@ fail:
 	bpf_link__destroy(links[1]);
 }
 
+/*
+ * sock.bpf.c has each syscall program twice: NAME walks kernel structs
+ * through BTF pointers (bpf_rdonly_cast, Linux 6.2+), NAME_c reads each
+ * field with bpf_probe_read_kernel(). Only one set is loaded.
+ */
+void rt_bpf_sock_pick(struct rt_bpf_source *s)
+{
+	/* RT_BPF_SOCK_COMPAT=1: the probe-read set even here, so that tests cover it */
+	const char *force = getenv("RT_BPF_SOCK_COMPAT");
+	struct bpf_program *prog;
+	const char *name;
+	size_t n;
+	bool compat;
+
+	s->sock_btf = rt_bpf_env_has_kfunc("bpf_rdonly_cast") && !(force && !strcmp(force, "1"));
+	bpf_object__for_each_program(prog, s->sock->obj) {
+		name = bpf_program__name(prog);
+		if (strncmp(name, "rt_enter_", 9) && strncmp(name, "rt_sys_exit", 11))
+			continue;
+		n = strlen(name);
+		compat = n > 2 && !strcmp(name + n - 2, "_c");
+		bpf_program__set_autoload(prog, compat != s->sock_btf);
+	}
+	ilog("socket programs: %s", s->sock_btf ? "BTF pointer walks" :
+				    force && !strcmp(force, "1") ?
+						  "probe reads (RT_BPF_SOCK_COMPAT=1)" :
+						  "probe reads (kernel without bpf_rdonly_cast)");
+}
+
 int rt_bpf_attach_tracepoints(struct rt_bpf_source *s)
 {
+	struct bpf_program *sys_exit =
+		s->sock_btf ? s->sock->progs.rt_sys_exit : s->sock->progs.rt_sys_exit_c;
 	const struct bpf_program *sock_skip[] = {
 		s->sock->progs.rt_sys_exit,
+		s->sock->progs.rt_sys_exit_c,
 		s->sock->progs.rt_arr_state,
 		s->sock->progs.rt_arr_probe,
 	};
@@ -132,10 +165,7 @@ int rt_bpf_attach_tracepoints(struct rt_bpf_source *s)
 	for (i = 0; i < sizeof(sock_syscalls) / sizeof(sock_syscalls[0]); i++) {
 		snprintf(tp, sizeof(tp), "sys_exit_%s", sock_syscalls[i]);
 		snprintf(what, sizeof(what), "attaching tracepoint syscalls/%s", tp);
-		err = keep_link(
-			s,
-			bpf_program__attach_tracepoint(s->sock->progs.rt_sys_exit, "syscalls", tp),
-			what);
+		err = keep_link(s, bpf_program__attach_tracepoint(sys_exit, "syscalls", tp), what);
 		if (err)
 			return err;
 	}

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "common/log.h"
@@ -92,4 +93,16 @@ void rt_bpf_env_explain(const char *what, int err)
 		     strerror(-err));
 	else
 		elog("%s: %s (run with -v for libbpf's log)", what, strerror(-err));
+}
+
+bool rt_bpf_env_has_kfunc(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool has;
+
+	if (!btf)
+		return false;
+	has = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
+	btf__free(btf);
+	return has;
 }

@@ -8,6 +8,7 @@
 #ifndef RT_SOURCES_BPF_INTERNAL_H
 #define RT_SOURCES_BPF_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -45,6 +46,7 @@ struct rt_bpf_source {
 	struct rt_bpf_zmq *zmq; /* NULL until the first rt_bpf_source__attach_zmq() */
 	struct rt_bpf_pack *pack; /* NULL until the first rt_bpf_source__attach_packs() */
 	bool arrival_on; /* both arrival tracepoints attached (bpf_attach.c) */
+	bool sock_btf; /* sock.bpf.c's BTF-walking programs loaded, not the _c ones */
 
 	struct ring_buffer *rb;
 	int ring_fd, targets_fd, counters_fd;
@@ -73,8 +75,11 @@ void rt_bpf_env_set_print(bool verbose);
 int rt_bpf_env_check(void);
 /* Logs why loading failed, in words an operator can act on. */
 void rt_bpf_env_explain(const char *what, int err);
+/* Whether the running kernel's BTF has this function (a kfunc programs may call). */
+bool rt_bpf_env_has_kfunc(const char *name);
 
 /* bpf_attach.c */
+void rt_bpf_sock_pick(struct rt_bpf_source *s); /* between open and load of sock.bpf.o */
 int rt_bpf_attach_tracepoints(struct rt_bpf_source *s);
 void rt_bpf_detach_all(struct rt_bpf_source *s);
 

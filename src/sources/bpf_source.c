@@ -409,6 +409,7 @@ static int load_objects(struct rt_bpf_source *s)
 	if (!s->sock)
 		goto fail_errno;
 	what = "loading sock.bpf.o";
+	rt_bpf_sock_pick(s);
 	s->sock->rodata->rt_head_bytes = s->opts.head_bytes;
 	s->sock->rodata->rt_tail_bytes = s->opts.tail_bytes;
 	err = rt_bpf_configure(s, s->sock->maps.traced_tgids, s->sock->maps.rt_ring,

@@ -534,11 +534,67 @@ static void test_targets(void **state)
 	rt_collect_free(&c);
 }
 
+/* An IPv6 loopback connection: both ends' addresses and ports, as the kernel has them. */
+static void test_ipv6_addrs(void **state)
+{
+	static const __u8 loop6[16] = { [15] = 1 };
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	socklen_t len = sizeof(sa);
+	const struct rt_event_hdr *hs[4];
+	const struct rt_ev_sock_io *e;
+	struct rt_collect c;
+	__u16 lport, cport;
+	int l, cl, sv;
+	char b = 7;
+
+	(void)state;
+	rt_collect_init(&c, 1 << 16);
+	l = socket(AF_INET6, SOCK_STREAM, 0);
+	cl = socket(AF_INET6, SOCK_STREAM, 0);
+	assert_true(l >= 0 && cl >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &len), 0);
+	lport = ntohs(sa.sin6_port);
+	assert_int_equal(connect(cl, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	len = sizeof(sa);
+	assert_int_equal(getsockname(cl, (struct sockaddr *)&sa, &len), 0);
+	cport = ntohs(sa.sin6_port);
+	sv = accept(l, NULL, NULL);
+	assert_true(sv >= 0);
+
+	assert_int_equal(rt_bpf_source__add_pid(src, getpid(), 9), 0);
+	assert_int_equal(write(cl, &b, 1), 1);
+	assert_int_equal(read(sv, &b, 1), 1);
+	assert_int_equal(rt_bpf_source__remove_pid(src, getpid()), 0);
+	usleep(20000);
+	assert_true(rt_collect_drain(src, &c) >= 0);
+
+	assert_int_equal(rt_collect_find(&c, RT_EV_SOCK_SEND, getpid(), hs, 4), 1);
+	e = (const struct rt_ev_sock_io *)hs[0];
+	assert_int_equal(e->local.family, RT_AF_INET6);
+	assert_int_equal(e->peer.family, RT_AF_INET6);
+	assert_memory_equal(e->local.addr, loop6, 16);
+	assert_memory_equal(e->peer.addr, loop6, 16);
+	assert_int_equal(e->local.port, cport);
+	assert_int_equal(e->peer.port, lport);
+	assert_int_equal(rt_collect_find(&c, RT_EV_SOCK_RECV, getpid(), hs, 4), 1);
+	e = (const struct rt_ev_sock_io *)hs[0];
+	assert_int_equal(e->local.port, lport);
+	assert_int_equal(e->peer.port, cport);
+	assert_memory_equal(e->peer.addr, loop6, 16);
+	close(sv);
+	close(cl);
+	close(l);
+	rt_collect_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_socket_and_sched),
 		cmocka_unit_test(test_targets),
+		cmocka_unit_test(test_ipv6_addrs),
 	};
 	struct rt_bpf_source_opts opts = { .source_id = 5 };
 	int rc;
