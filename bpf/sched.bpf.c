@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Scheduler and task lifetime of traced processes (docs/events.md,
- * "Scheduler"). raw_tp programs get task_struct pointers, so the tgid of the
- * next or woken task is a CO-RE read and filtering happens here, not in the
- * daemon. task_newtask and sched_process_exit keep traced_tgids current.
+ * "Scheduler"). The switch and waking programs are tp_btf (BTF-typed raw
+ * tracepoints, Linux 5.5+; they need no trampoline, unlike fentry): their
+ * task_struct pointers are typed, so the tgid of the next or woken task is
+ * a plain load and filtering happens here, not in the daemon.
+ * task_newtask and sched_process_exit keep traced_tgids current.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -38,29 +40,36 @@ struct trace_event_raw_sched_process_exit___x {
 	bool group_dead;
 } __attribute__((preserve_access_index));
 
+/* t is a BTF pointer (tp_btf): plain loads; the branch not taken is relocated away. */
 static __always_inline __u64 task_state(struct task_struct *t)
 {
 	struct task_struct___x *tx = (void *)t;
 
 	if (bpf_core_field_exists(tx->__state))
-		return BPF_CORE_READ(tx, __state);
-	return BPF_CORE_READ((struct task_struct___o *)t, state);
+		return tx->__state;
+	return ((struct task_struct___o *)t)->state;
 }
 
 static __always_inline __u32 task_cpu(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->thread_info.cpu))
-		return BPF_CORE_READ(t, thread_info.cpu);
-	return BPF_CORE_READ((struct task_struct___cpu *)t, cpu);
+		return t->thread_info.cpu;
+	return ((struct task_struct___cpu *)t)->cpu;
 }
 
 static __always_inline void rt_irq_depth_clear(void);
 
-SEC("raw_tp/sched_switch")
+/*
+ * tp_btf, not raw_tp: the task pointers are typed, so each field is a plain
+ * load the verifier guards instead of a bpf_probe_read_kernel() call. This
+ * program runs at every context switch of every process (the two tgids are
+ * the filter), so that is most of an untraced neighbour's cost.
+ */
+SEC("tp_btf/sched_switch")
 int BPF_PROG(rt_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 prev_pid = BPF_CORE_READ(prev, tgid);
-	__u32 next_pid = BPF_CORE_READ(next, tgid);
+	__u32 prev_pid = prev->tgid;
+	__u32 next_pid = next->tgid;
 	struct rt_ev_sched_switch *e;
 	__u64 ts, state;
 
@@ -71,11 +80,11 @@ int BPF_PROG(rt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	e = RT_RESERVE(struct rt_ev_sched_switch, RT_EV_SCHED_SWITCH);
 	if (!e)
 		return 0;
-	rt_hdr(&e->hdr, RT_EV_SCHED_SWITCH, sizeof(*e), ts, prev_pid, BPF_CORE_READ(prev, pid));
+	rt_hdr(&e->hdr, RT_EV_SCHED_SWITCH, sizeof(*e), ts, prev_pid, prev->pid);
 	e->prev_pid = prev_pid;
 	e->prev_tid = e->hdr.tid;
 	e->next_pid = next_pid;
-	e->next_tid = BPF_CORE_READ(next, pid);
+	e->next_tid = next->pid;
 	/*
 	 * A preempted task may already have set a sleeping state it had not
 	 * acted on yet: it is still runnable (the kernel's own sched_switch
@@ -89,11 +98,11 @@ int BPF_PROG(rt_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	else
 		e->prev_state = RT_TASK_BLOCKED;
 	e->cpu = bpf_get_smp_processor_id();
-	BPF_CORE_READ_INTO(&e->prev_comm, prev, comm);
-	BPF_CORE_READ_INTO(&e->next_comm, next, comm);
+	__builtin_memcpy(e->prev_comm, prev->comm, sizeof(e->prev_comm));
+	__builtin_memcpy(e->next_comm, next->comm, sizeof(e->next_comm));
 	/* prev's was brought up to date by the switch (update_curr) */
-	e->prev_runtime_ns = BPF_CORE_READ(prev, se.sum_exec_runtime);
-	e->next_runtime_ns = BPF_CORE_READ(next, se.sum_exec_runtime);
+	e->prev_runtime_ns = prev->se.sum_exec_runtime;
+	e->next_runtime_ns = next->se.sum_exec_runtime;
 	RT_SUBMIT(e);
 	return 0;
 }
@@ -253,7 +262,7 @@ RT_IRQ_PAIR(irq_work)
 
 static __always_inline bool rt_in_interrupt(void)
 {
-	struct task_struct *cur = (void *)bpf_get_current_task();
+	struct task_struct *cur = bpf_get_current_task_btf();
 	__u32 key = 0;
 	__u64 *slot = bpf_map_lookup_elem(&rt_sp_scratch, &key);
 	struct rt_irq_state *st = bpf_map_lookup_elem(&rt_irq_depth, &key);
@@ -265,15 +274,15 @@ static __always_inline bool rt_in_interrupt(void)
 		return false;
 	*(void **)slot = &key;
 	sp = *(volatile __u64 *)slot;
-	base = (__u64)BPF_CORE_READ(cur, stack);
+	base = (__u64)cur->stack;
 	return sp - base >= RT_TASK_STACK_MAX;
 }
 #endif
 
-SEC("raw_tp/sched_waking")
+SEC("tp_btf/sched_waking")
 int BPF_PROG(rt_sched_waking, struct task_struct *p)
 {
-	__u32 target_pid = BPF_CORE_READ(p, tgid);
+	__u32 target_pid = p->tgid;
 	struct rt_ev_sched_waking *e;
 	__u64 id, ts;
 
@@ -286,7 +295,7 @@ int BPF_PROG(rt_sched_waking, struct task_struct *p)
 	id = rt_in_interrupt() ? 0 : bpf_get_current_pid_tgid();
 	rt_hdr(&e->hdr, RT_EV_SCHED_WAKING, sizeof(*e), ts, id >> 32, (__u32)id);
 	e->target_pid = target_pid;
-	e->target_tid = BPF_CORE_READ(p, pid);
+	e->target_tid = p->pid;
 	e->target_cpu = task_cpu(p);
 	RT_SUBMIT(e);
 	return 0;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -265,8 +266,12 @@ static void check_sched(const struct rt_collect *c, const struct child_result *r
 			__u64 t0, __u64 t1)
 {
 	size_t i, thread_in = 0, thread_out = 0, thread_dead = 0, blocked = 0, woken = 0,
-		  switches = 0;
+		  switches = 0, main_out = 0;
+	char comm[16] = "";
+	__u64 runtime = 0;
 
+	/* the child is a fork of this process: its main thread has our name */
+	assert_int_equal(prctl(PR_GET_NAME, comm), 0);
 	for (i = 0; i < c->n; i++) {
 		const struct rt_event_hdr *h = c->recs[i];
 
@@ -286,6 +291,18 @@ static void check_sched(const struct rt_collect *c, const struct child_result *r
 				       e->prev_state == RT_TASK_DEAD;
 			blocked += e->prev_tid == (__u32)r->main_tid &&
 				   e->prev_state == RT_TASK_BLOCKED;
+			if (e->prev_tid == (__u32)r->main_tid) {
+				/* the fields read from the task: its name, its CPU time so far */
+				assert_string_equal(e->prev_comm, comm);
+				assert_true(e->prev_runtime_ns > 0 &&
+					    e->prev_runtime_ns >= runtime);
+				runtime = e->prev_runtime_ns;
+				main_out++;
+			}
+			if (e->next_tid == (__u32)r->main_tid) {
+				assert_string_equal(e->next_comm, comm);
+				assert_true(e->next_runtime_ns >= runtime);
+			}
 		} else if (h->kind == RT_EV_SCHED_WAKING) {
 			const struct rt_ev_sched_waking *e = (const void *)h;
 
@@ -299,6 +316,7 @@ static void check_sched(const struct rt_collect *c, const struct child_result *r
 	assert_true(thread_out > 0);
 	assert_int_equal(thread_dead, 1); /* its last switch-out */
 	assert_true(blocked > 0);
+	assert_true(main_out > 0);
 	assert_true(woken > 0);
 }
 
