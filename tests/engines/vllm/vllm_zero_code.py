@@ -189,6 +189,7 @@ def cpu_vs_truth(one, tlog, api_pid, groups):
     for name, ids in groups:
         tok_err, exec_err, loop_err, loop_ratio, pre_err, dec_err, eng = ([] for _ in range(7))
         loop_sum = [0.0, 0.0]  # the loop's CPU over the spans, and in the truth
+        batches = {}  # RT_VZ_DEBUG: tokenize_end ns -> [span sum, truth sum, members]
         for i in ids:
             s, r = one.get(i), by_http.get(i)
             if not s or not r:
@@ -203,8 +204,14 @@ def cpu_vs_truth(one, tlog, api_pid, groups):
             if ex_tid is not None and xcpu > 0:
                 exec_err.append(100.0 * (th.get(ex_tid, 0.0) - xcpu) / xcpu)
                 if os.environ.get("RT_VZ_DEBUG"):
-                    log("dbgx %s %s span %.3f truth %.3f run %.3f batch %s" % (
-                        name, i, th.get(ex_tid, 0.0), xcpu, tcpu, r.get("batch")))
+                    b = e["tokenize_end"][0]
+                    log("dbgx %s %s span %.3f truth %.3f run %.3f batch %d@%d" % (
+                        name, i, th.get(ex_tid, 0.0), xcpu, tcpu, r.get("tokenize_batch") or 0,
+                        b))
+                    bs = batches.setdefault(b, [0.0, 0.0, 0])
+                    bs[0] += th.get(ex_tid, 0.0)
+                    bs[1] += xcpu
+                    bs[2] += 1
             known = (r["detok_cpu_ns"] + r.get("sse_cpu_ns", 0)) / 1e6
             if known > 0:
                 loop_ratio.append(th.get(api_pid, 0.0) / known)
@@ -226,6 +233,9 @@ def cpu_vs_truth(one, tlog, api_pid, groups):
             if s["phases"].get("decode_ms") is not None:
                 dec_err.append(s["phases"]["decode_ms"] - dec_t)
             eng.append(sum(v for t, v in th.items() if t not in (api_pid, ex_tid)))
+        for b in sorted(batches):
+            log("dbgb %s batch@%d n=%d span %.3f truth %.3f" % (name, b, batches[b][2],
+                                                              batches[b][0], batches[b][1]))
         log("cpu %s: tokenizer-executor CPU error %% (span thread vs truth: the batch run's "
             "CPU split by own work): %s" % (name, dist(tok_err)))
         log("cpu %s: tokenizer-executor CPU error %% (span thread vs truth: the thread's whole "
