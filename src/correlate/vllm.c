@@ -304,6 +304,16 @@ bool rt_vllm_hold(struct rt_correlator *c, const struct rt_thread *t, int64_t on
 	return true;
 }
 
+/* When x's burst in progress first ran; 0: it has not run yet (or x is not in one). */
+static uint64_t burst_began(const struct rt_thread *x)
+{
+	if (!x->in_burst || x->run == RT_RUN_BLOCKED)
+		return 0;
+	if (x->n_rslice)
+		return x->rslice[0].from;
+	return x->run == RT_RUN_ONCPU ? x->oncpu_ns : 0;
+}
+
 /* The event loop sends e's ADD: e is a member of every recent hold of its process. */
 static void held_for(struct rt_correlator *c, const struct rt_zmq_asm_msg *m, struct ereq *e)
 {
@@ -322,10 +332,17 @@ static void held_for(struct rt_correlator *c, const struct rt_zmq_asm_msg *m, st
 	a->loop_tid = m->tid;
 	for (i = 0; i < HOLDS_MAX; i++) {
 		struct hold *h = &v->holds[i];
-
-		const struct rt_thread *x = rt_hmap_get(&c->threads, h->tid);
-		/* on a CPU now: the run that made this ADD's tokens may still be in its tail */
-		bool running = x && x->run == RT_RUN_ONCPU;
+		const struct rt_thread *x = h->tid ? rt_hmap_get(&c->threads, h->tid) : NULL;
+		/*
+		 * In a burst that has run, on a CPU or preempted: the run that
+		 * made this ADD's tokens may still be in its tail, its time not
+		 * yet held. Seen under CPU load: the executor preempted right
+		 * after its hand-back while the loop sent the batch's ADDs;
+		 * counting only "on a CPU", they joined nothing and the run went
+		 * to the next batch.
+		 */
+		uint64_t began = x && x->pid == h->pid ? burst_began(x) : 0;
+		bool running = began != 0;
 
 		if (h->pid != m->pid || (!h->on && !h->runq && !running))
 			continue;
@@ -337,6 +354,14 @@ static void held_for(struct rt_correlator *c, const struct rt_zmq_asm_msg *m, st
 				hold_drop(c, h);
 			continue;
 		}
+		/*
+		 * The burst running now began after the hold's last ADD: it is
+		 * the next run, and the held time is those ADDs' (the same rule
+		 * as rt_vllm_hold's at the burst's end, applied before this ADD
+		 * joins).
+		 */
+		if (running && h->n && began > h->last_add_ns)
+			settle(c, h);
 		if (m->first_enter_ns > h->last_add_ns)
 			h->last_add_ns = m->first_enter_ns;
 		if (h->n < HOLD_MEMBERS_MAX)

@@ -660,6 +660,85 @@ static void test_exec_tail(void **state)
 	assert_int_equal(x->on_cpu_ns, 2 * MS);
 }
 
+/* t leaves CPU 1 at ts preempted: still runnable, its burst goes on */
+static void sw_preempted(uint64_t ts, uint32_t t, const char *comm)
+{
+	const struct rt_test_sw s = { .ts = ts,
+				      .cpu = 1,
+				      .prev = t,
+				      .next = 0,
+				      .state = RT_TASK_RUNNING,
+				      .prev_comm = comm,
+				      .next_comm = "" };
+
+	rt_test_switch(c, API, &s);
+}
+
+/*
+ * Seen under CPU load: the executor is preempted in the tail of its run
+ * [5, 9.5] (out 8 to 9) and the loop sends that batch's ADD (b, 8.5)
+ * meanwhile. The run is b's: counting only an executor on a CPU, b joined
+ * no hold and the run went to the next batch's c (with a_ends_early), or
+ * was shared with the earlier batch's a (else: b's ADD joined a's hold,
+ * and the run, begun after a's ADD, was added to it). Each run is its
+ * batch's: a 2 ms, b 3.5 ms, c 2 ms.
+ */
+static void exec_preempted(bool a_ends_early)
+{
+	const struct rt_span_thread *a, *b, *x;
+
+	add(AT(0.2), AT(0.3), "cmpl-warm-0-33333333", "cmpl-warm-0");
+	sw(AT(0.5), 0, 0, "", LOOP, "python3");
+	request(AT(1), 7, "/v1/chat/completions", "a");
+	request(AT(1.1), 8, "/v1/completions", "b");
+	request(AT(1.2), 9, "/v1/embeddings", "c");
+	burst(EXEC, "python3", AT(1.3), AT(3.3));
+	add(AT(4), AT(4.2), "chatcmpl-a-11111111", "chatcmpl-a");
+	if (a_ends_early) { /* a's hold is settled before the next run */
+		output(AT(4.3), AT(4.4), "chatcmpl-a-11111111", 1, 1, 0, 0);
+		json_response(AT(4.6), 7);
+	}
+	wake(AT(5) - 10 * US, LOOP, EXEC);
+	sw(AT(5), 1, 0, "", EXEC, "python3");
+	sw_preempted(AT(8), EXEC, "python3");
+	add(AT(8.5), AT(8.7), "cmpl-b-0-22222222", "cmpl-b-0");
+	sw(AT(9), 1, 0, "", EXEC, "python3");
+	sw(AT(9.5), 1, EXEC, "python3", 0, "");
+	burst(EXEC, "python3", AT(20), AT(22));
+	add(AT(23), AT(23.2), "cmpl-c-0-44444444", "cmpl-c-0");
+	if (!a_ends_early)
+		output(AT(30), AT(30.1), "chatcmpl-a-11111111", 1, 1, 0, 0);
+	output(AT(30), AT(30.2), "cmpl-b-0-22222222", 1, 1, 0, 0);
+	output(AT(30), AT(30.3), "cmpl-c-0-44444444", 1, 1, 0, 0);
+	if (!a_ends_early)
+		json_response(AT(31), 7);
+	json_response(AT(31.1), 8);
+	json_response(AT(31.2), 9);
+	rt_correlator__finish(c);
+	assert_int_equal(n_spans, 3);
+	a = thread_of(span_of("/v1/chat/completions"), EXEC);
+	b = thread_of(span_of("/v1/completions"), EXEC);
+	x = thread_of(span_of("/v1/embeddings"), EXEC);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(x);
+	assert_int_equal(a->on_cpu_ns, 2 * MS);
+	assert_int_equal(b->on_cpu_ns, 3500 * US);
+	assert_int_equal(x->on_cpu_ns, 2 * MS);
+}
+
+static void test_exec_preempted(void **state)
+{
+	(void)state;
+	exec_preempted(true);
+}
+
+static void test_exec_preempted_held(void **state)
+{
+	(void)state;
+	exec_preempted(false);
+}
+
 /* The loop reads a and b in one burst, sends a's ADD alone in the next. */
 static void test_loop_burst_owned(void **state)
 {
@@ -753,6 +832,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_exec_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_preempted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_preempted_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loop_burst_owned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loop_pieces, setup, teardown),
 	};

@@ -28,6 +28,16 @@ class Log:
         with self.lock:
             os.write(self.fd, line)
 
+    def ev_many(self, evs):
+        """Several events [(rid, name, ns, extra)] in one write."""
+        if self.fd < 0 or not evs:
+            return
+        buf = b"".join((json.dumps(dict({"rid": rid, "ev": name, "ns": ns, "proc": self.proc},
+                                        **extra), separators=(",", ":")) + "\n").encode()
+                       for rid, name, ns, extra in evs)
+        with self.lock:
+            os.write(self.fd, buf)
+
 
 def read(path):
     with open(path) as f:
@@ -47,9 +57,10 @@ def merge(lines):
             r["http_id"] = d["http_id"]
         if d["ev"] == "tokenize_end":
             r["tokenize_cpu_ns"] += d.get("cpu_ns", 0)
-            r["exec_cpu_ns"] = r.get("exec_cpu_ns", 0) + d.get("exec_cpu_ns", 0)
             r["tokenize_batch"] = d.get("batch")
             r["tokenize_tid"] = d.get("tid")
+        if d["ev"] == "exec_cpu":
+            r["exec_cpu_ns"] = r.get("exec_cpu_ns", 0) + d["cpu_ns"]
         if d["ev"] == "sse_write":
             r["sse_cpu_ns"] = r.get("sse_cpu_ns", 0) + d.get("cpu_ns", 0)
         if d["ev"] in ("loop_cpu", "batch_loop_cpu", "out_loop_cpu"):
