@@ -10,33 +10,26 @@
 #include <string.h>
 
 /*
- * Slab: records are released in time order, not arrival order, so a ring
- * would be pinned by one old record. Size classes of fixed slots instead,
- * carved from aligned chunks; an empty chunk returns to a shared pool, so
- * memory moves between classes. Chunks are only freed with the merge.
+ * Records are copied, in arrival order, into 128 KiB chunks by a bump
+ * pointer; each chunk counts its live records and goes back to a pool when
+ * the last is released. Allocation is a sequential write (no free list to
+ * chase through cold slots) and, since arrival order is close to time
+ * order, the release reads the chunks nearly in order too. A chunk is
+ * pinned by its oldest held record: the byte bound counts whole chunks, and
+ * a push that finds none forces the oldest records out (drain).
  */
 #define CHUNK_SIZE (128 * 1024)
 #define CHUNK_HDR 64
-#define N_CLASSES 37 /* see init_classes() */
 #define MIN_MAX_BYTES (1024 * 1024)
 #define HEAP_INIT 1024
 
 struct chunk {
-	struct chunk *next, *prev; /* class's partial list, or the pool (next only) */
-	void *free; /* freed slots, linked through their first word */
-	unsigned int used; /* slots handed out */
-	unsigned int carved; /* slots ever handed out since the chunk was (re)assigned */
-	unsigned int total;
-	unsigned int cls;
-	bool listed; /* in its class's partial list */
+	struct chunk *next; /* the pool */
+	unsigned int used; /* records held */
+	unsigned int carved; /* bytes handed out since the chunk was (re)used */
 };
 
 _Static_assert(sizeof(struct chunk) <= CHUNK_HDR, "chunk header");
-
-struct size_class {
-	unsigned int slot; /* bytes */
-	struct chunk *partial; /* chunks with a free or uncarved slot */
-};
 
 /*
  * 16 bytes, so that the four children of a node share a cache line. The
@@ -79,14 +72,13 @@ struct source {
 
 struct rt_merge {
 	size_t max_pending, max_chunks, max_sources;
-	/* slab */
-	struct size_class cls[N_CLASSES];
-	unsigned char cls_of[(RT_EVENT_MAX + SLOT_HDR) / 8 + 1]; /* slot size / 8 -> class */
+	/* record memory */
 	struct chunk **chunks; /* every chunk allocated, for free() */
 	size_t n_chunks;
 	struct chunk *pool;
 	size_t n_pool;
-	int want_cls; /* a push was refused for this class: drain makes room (-1: none) */
+	struct chunk *bump; /* the chunk records are copied into now */
+	size_t want; /* a push of this many bytes was refused: drain makes room (0: none) */
 	/* held records */
 	struct entry *heap;
 	void *heap_mem;
@@ -113,118 +105,67 @@ struct rt_merge {
 	struct rt_merge_stats st;
 };
 
-/* ---- slab ---------------------------------------------------------------- */
+/* ---- record memory -------------------------------------------------------- */
 
-/* 8-byte steps up to 64, then four steps per doubling: at most 25% slack. */
-static void init_classes(struct rt_merge *m)
+/* bytes of a record and its arrival sequence */
+static inline size_t rec_need(size_t size)
 {
-	unsigned int c = 0, size, p, k, s;
-
-	for (size = 32; size <= 64; size += 8)
-		m->cls[c++].slot = size;
-	for (p = 64; p < RT_EVENT_MAX; p *= 2)
-		for (k = 1; k <= 4; k++)
-			m->cls[c++].slot = p + k * p / 4;
-	m->cls[c - 1].slot = RT_EVENT_MAX + SLOT_HDR; /* the largest record and its sequence */
-	assert(c == N_CLASSES);
-	c = 0;
-	for (s = 0; s <= (RT_EVENT_MAX + SLOT_HDR) / 8; s++) {
-		while (m->cls[c].slot < s * 8)
-			c++;
-		m->cls_of[s] = c;
-	}
+	return SLOT_HDR + ((size + 7) & ~(size_t)7);
 }
 
-static void list_add(struct size_class *sc, struct chunk *ch)
+static inline struct chunk *chunk_of(const void *p)
 {
-	ch->prev = NULL;
-	ch->next = sc->partial;
-	if (sc->partial)
-		sc->partial->prev = ch;
-	sc->partial = ch;
-	ch->listed = true;
+	return (struct chunk *)((uintptr_t)p & ~(uintptr_t)(CHUNK_SIZE - 1));
 }
 
-static void list_del(struct size_class *sc, struct chunk *ch)
+static bool bump_fits(const struct rt_merge *m, size_t need)
 {
-	if (ch->prev)
-		ch->prev->next = ch->next;
-	else
-		sc->partial = ch->next;
-	if (ch->next)
-		ch->next->prev = ch->prev;
-	ch->listed = false;
+	const struct chunk *ch = m->bump;
+
+	return ch && (!ch->used || ch->carved + need <= CHUNK_SIZE - CHUNK_HDR);
 }
 
-static bool class_has_room(const struct rt_merge *m, unsigned int c)
+static bool has_room(const struct rt_merge *m, size_t need)
 {
-	return m->cls[c].partial || m->pool || m->n_chunks < m->max_chunks;
+	return bump_fits(m, need) || m->pool || m->n_chunks < m->max_chunks;
 }
 
-static struct chunk *chunk_get(struct rt_merge *m, unsigned int c)
+static void *rec_alloc(struct rt_merge *m, size_t need)
 {
-	struct chunk *ch = m->pool;
-
-	if (ch) {
-		m->pool = ch->next;
-		m->n_pool--;
-	} else {
-		if (m->n_chunks >= m->max_chunks)
-			return NULL;
-		ch = aligned_alloc(CHUNK_SIZE, CHUNK_SIZE);
-		if (!ch)
-			return NULL;
-		m->chunks[m->n_chunks++] = ch;
-	}
-	ch->free = NULL;
-	ch->used = 0;
-	ch->carved = 0;
-	ch->cls = c;
-	ch->total = (CHUNK_SIZE - CHUNK_HDR) / m->cls[c].slot;
-	list_add(&m->cls[c], ch);
-	return ch;
-}
-
-static void *slot_alloc(struct rt_merge *m, unsigned int c)
-{
-	struct size_class *sc = &m->cls[c];
-	struct chunk *ch = sc->partial;
+	struct chunk *ch = m->bump;
 	void *p;
 
-	if (!ch) {
-		ch = chunk_get(m, c);
-		if (!ch)
-			return NULL;
+	if (ch && !ch->used)
+		ch->carved = 0; /* everything in it was released: start over */
+	if (!ch || ch->carved + need > CHUNK_SIZE - CHUNK_HDR) {
+		ch = m->pool;
+		if (ch) {
+			m->pool = ch->next;
+			m->n_pool--;
+		} else {
+			if (m->n_chunks >= m->max_chunks)
+				return NULL;
+			ch = aligned_alloc(CHUNK_SIZE, CHUNK_SIZE);
+			if (!ch)
+				return NULL;
+			m->chunks[m->n_chunks++] = ch;
+		}
+		ch->used = 0;
+		ch->carved = 0;
+		/* the one left behind goes back when its last record does */
+		m->bump = ch;
 	}
-	if (ch->free) {
-		p = ch->free;
-		memcpy(&ch->free, p, sizeof(void *));
-		/*
-		 * Freed slots are scattered and cold: fetch the next one now,
-		 * a record ahead, instead of stalling on its link then.
-		 */
-		if (ch->free)
-			__builtin_prefetch(ch->free, 1);
-	} else {
-		p = (char *)ch + CHUNK_HDR + (size_t)ch->carved * sc->slot;
-		ch->carved++;
-	}
-	if (++ch->used == ch->total)
-		list_del(sc, ch);
+	p = (char *)ch + CHUNK_HDR + ch->carved;
+	ch->carved += (unsigned int)need;
+	ch->used++;
 	return p;
 }
 
-static void slot_free(struct rt_merge *m, void *p)
+static void rec_free(struct rt_merge *m, void *p)
 {
-	struct chunk *ch = (struct chunk *)((uintptr_t)p & ~(uintptr_t)(CHUNK_SIZE - 1));
-	struct size_class *sc = &m->cls[ch->cls];
+	struct chunk *ch = chunk_of(p);
 
-	memcpy(p, &ch->free, sizeof(void *));
-	ch->free = p;
-	if (!ch->listed)
-		list_add(sc, ch);
-	if (--ch->used == 0) {
-		list_del(sc, ch);
+	if (--ch->used == 0 && ch != m->bump) {
 		ch->next = m->pool;
 		m->pool = ch;
 		m->n_pool++;
@@ -446,7 +387,7 @@ static struct rt_event_hdr *take(struct rt_merge *m, bool in_heap)
 		return heap_pop(m);
 	rec = m->cur[m->cur_i++].rec;
 	/* the callback reads each record soon; most were written long ago */
-	i = m->cur_i + 3;
+	i = m->cur_i + 6;
 	if (i < m->cur_n) {
 		__builtin_prefetch(m->cur[i].rec);
 		__builtin_prefetch((char *)m->cur[i].rec + 64);
@@ -613,8 +554,6 @@ struct rt_merge *rt_merge__new(const struct rt_merge_opts *opts)
 		goto cleanup;
 	}
 	m->max_chunks = max_bytes / CHUNK_SIZE;
-	m->want_cls = -1;
-	init_classes(m);
 	while (idx_n < 2 * m->max_sources)
 		idx_n *= 2;
 	m->idx_mask = idx_n - 1;
@@ -667,8 +606,8 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 {
 	struct rt_event_hdr *rec;
 	struct source *s;
-	unsigned int c;
 	__u64 *slot;
+	size_t need;
 	bool late;
 	int where = 1;
 
@@ -692,16 +631,16 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 		return 0;
 	}
 
-	c = m->cls_of[(ev->size + SLOT_HDR + 7) / 8];
-	if (m->st.pending >= m->max_pending || !class_has_room(m, c)) {
-		m->want_cls = c;
+	need = rec_need(ev->size);
+	if (m->st.pending >= m->max_pending || !has_room(m, need)) {
+		m->want = need;
 		return refuse(m, -ENOBUFS);
 	}
 	late = ev->ts_ns < m->horizon;
 	/* room first, so that a refusal leaves nothing half-queued */
 	if (reserve(m, late))
 		return refuse(m, -ENOMEM);
-	slot = slot_alloc(m, c);
+	slot = rec_alloc(m, need);
 	if (!slot)
 		return refuse(m, -ENOMEM);
 	*slot = m->seq;
@@ -715,7 +654,7 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 	} else if (where > 0) {
 		heap_push(m, (struct entry){ .ts = ev->ts_ns, .rec = rec });
 	} else if (where < 0) {
-		slot_free(m, slot);
+		rec_free(m, slot);
 		return refuse(m, -ENOMEM);
 	}
 	m->seq++;
@@ -725,17 +664,18 @@ int rt_merge__push(struct rt_merge *m, const struct rt_event_hdr *ev)
 	return 0;
 }
 
-static int release(struct rt_merge *m, struct rt_event_hdr *rec, unsigned int flags, rt_merge_fn fn,
-		   void *ctx)
+/* ts is the record's, from its entry: the record itself is first read by fn */
+static int release(struct rt_merge *m, struct rt_event_hdr *rec, __u64 ts, unsigned int flags,
+		   rt_merge_fn fn, void *ctx)
 {
 	int err;
 
-	if (!(flags & RT_MERGE_LATE) && rec->ts_ns > m->horizon)
-		m->horizon = rec->ts_ns;
+	if (!(flags & RT_MERGE_LATE) && ts > m->horizon)
+		m->horizon = ts;
 	if (flags & RT_MERGE_FORCED)
 		m->st.forced++;
 	err = fn(rec, flags, ctx);
-	slot_free(m, (__u64 *)rec - 1);
+	rec_free(m, (__u64 *)rec - 1);
 	m->st.pending--;
 	m->st.released++;
 	return err < 0 ? err : 0;
@@ -747,7 +687,7 @@ static int release_late(struct rt_merge *m, rt_merge_fn fn, void *ctx, size_t *n
 	int err = 0;
 
 	for (i = 0; i < m->late_n && !err; i++, (*n)++)
-		err = release(m, m->late[i], RT_MERGE_LATE, fn, ctx);
+		err = release(m, m->late[i], 0, RT_MERGE_LATE, fn, ctx);
 	/* on error, keep the ones not delivered, in order */
 	if (i < m->late_n)
 		memmove(m->late, m->late + i, (m->late_n - i) * sizeof(*m->late));
@@ -765,15 +705,15 @@ int rt_merge__drain(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 	struct entry *e;
 	size_t n = 0;
 	bool in_heap;
-	__u64 w;
+	__u64 w, ts;
 	int err;
 
 	err = release_late(m, fn, ctx, &n);
 	if (err)
 		return err;
 	w = min_watermark(m);
-	while ((e = oldest(m, &in_heap)) && e->ts < w) {
-		err = release(m, take(m, in_heap), 0, fn, ctx);
+	while ((e = oldest(m, &in_heap)) && (ts = e->ts) < w) {
+		err = release(m, take(m, in_heap), ts, 0, fn, ctx);
 		n++;
 		if (err)
 			return err;
@@ -781,35 +721,39 @@ int rt_merge__drain(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 	/* with no source left, nothing is promised: the horizon stays at what was released */
 	if (m->n_src && w > m->horizon)
 		m->horizon = w;
-	if (m->want_cls >= 0) {
-		while (oldest(m, &in_heap) &&
-		       (m->st.pending >= m->max_pending || !class_has_room(m, m->want_cls))) {
-			err = release(m, take(m, in_heap), RT_MERGE_FORCED, fn, ctx);
+	if (m->want) {
+		while ((e = oldest(m, &in_heap)) &&
+		       (m->st.pending >= m->max_pending || !has_room(m, m->want))) {
+			ts = e->ts;
+			err = release(m, take(m, in_heap), ts, RT_MERGE_FORCED, fn, ctx);
 			n++;
 			if (err)
 				return err;
 		}
-		m->want_cls = -1;
+		m->want = 0;
 	}
 	return ret_count(n);
 }
 
 int rt_merge__flush(struct rt_merge *m, rt_merge_fn fn, void *ctx)
 {
+	struct entry *e;
 	size_t n = 0;
 	bool in_heap;
+	__u64 ts;
 	int err;
 
 	err = release_late(m, fn, ctx, &n);
 	if (err)
 		return err;
-	while (oldest(m, &in_heap)) {
-		err = release(m, take(m, in_heap), 0, fn, ctx);
+	while ((e = oldest(m, &in_heap))) {
+		ts = e->ts;
+		err = release(m, take(m, in_heap), ts, 0, fn, ctx);
 		n++;
 		if (err)
 			return err;
 	}
-	m->want_cls = -1;
+	m->want = 0;
 	return ret_count(n);
 }
 
@@ -834,5 +778,7 @@ __u64 rt_merge__horizon(const struct rt_merge *m)
 void rt_merge__stats(const struct rt_merge *m, struct rt_merge_stats *st)
 {
 	*st = m->st;
-	st->pending_bytes = (__u64)(m->n_chunks - m->n_pool) * CHUNK_SIZE;
+	/* the current chunk holds nothing once its records are gone */
+	st->pending_bytes =
+		(__u64)(m->n_chunks - m->n_pool - (m->bump && !m->bump->used)) * CHUNK_SIZE;
 }

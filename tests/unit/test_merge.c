@@ -295,7 +295,15 @@ static void test_byte_bound(void **state)
 	assert_true(accepted > 32 && accepted < 64);
 	rt_merge__stats(m, &st);
 	assert_true(st.pending_bytes <= (1 << 20));
-	/* every chunk is taken: even a small record needs room made */
+	/* small records fill what is left of the last chunk, then need room made too */
+	for (i = 0; i < 4000; i++) {
+		err = rt_merge__push(m, rec(1, 2000 + i, 5000 + i, 40));
+		if (err)
+			break;
+		accepted++;
+	}
+	assert_int_equal(err, -ENOBUFS);
+	assert_true(i < 4000);
 	assert_int_equal(rt_merge__push(m, rec(1, 5000, 9999, 40)), -ENOBUFS);
 	assert_true(rt_merge__drain(m, collect, s) >= 1);
 	for (i = 0; i < s->n; i++) {

@@ -12,9 +12,10 @@
  *
  * Records. RT_EV_WATERMARK records are not queued: they raise their
  * source's W (a lower one is ignored and counted). Other records are copied
- * into a bounded slab (no allocation per record in steady state) and held
- * in a heap keyed by (ts_ns, arrival). drain() releases, in that order,
- * every held record older than the minimum W over sources.
+ * into bounded record memory (128 KiB chunks; no allocation per record in
+ * steady state) and held in order of (ts_ns, arrival): a calendar of time
+ * buckets, a heap for the rest. drain() releases, in that order, every held
+ * record older than the minimum W over sources.
  *
  * Horizon. Everything on time older than the horizon has been released:
  * it rises to the minimum W at each drain and to the ts_ns of every record
@@ -22,8 +23,8 @@
  * counted and released at the next drain or flush, before the others, in
  * arrival order, flagged RT_MERGE_LATE.
  *
- * Bounds. When max_pending records are held, or the slab (max_bytes) has no
- * slot for the record, push() refuses with -ENOBUFS (the caller still owns
+ * Bounds. When max_pending records are held, or the record memory
+ * (max_bytes, whole chunks) has no room for the record, push() refuses with -ENOBUFS (the caller still owns
  * the record: nothing is dropped), and the next drain() releases the oldest
  * records early, flagged RT_MERGE_FORCED and counted, until the refused
  * record would fit. rt_merge__push_release() does both in one call.
@@ -54,7 +55,7 @@ typedef int (*rt_merge_fn)(const struct rt_event_hdr *ev, unsigned int flags, vo
 
 struct rt_merge_opts {
 	size_t max_pending; /* records held; 0: RT_MERGE_MAX_PENDING_DEFAULT */
-	size_t max_bytes; /* slab memory; 0: RT_MERGE_MAX_BYTES_DEFAULT; min 1 MiB */
+	size_t max_bytes; /* record memory; 0: RT_MERGE_MAX_BYTES_DEFAULT; min 1 MiB */
 	size_t max_sources; /* 0: RT_MERGE_MAX_SOURCES_DEFAULT */
 };
 
@@ -69,7 +70,7 @@ struct rt_merge_stats {
 	__u64 refused; /* push() calls refused for space (-ENOBUFS, -ENOSPC) */
 	__u64 pending; /* records held now */
 	__u64 pending_max;
-	__u64 pending_bytes; /* slab memory in use, chunk granularity */
+	__u64 pending_bytes; /* record memory in use, chunk granularity */
 	__u64 sources; /* current */
 };
 
