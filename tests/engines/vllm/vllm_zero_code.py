@@ -432,7 +432,7 @@ def pack_truth(lines):
         }
         t["iv"] = {k: v and (v[0] / 1e6, v[1] / 1e6) for k, v in iv.items()}
         t["inst"] = {"read": a, "handed": h, "engine_recv": e, "scheduled": sched,
-                     "first_recv": f, "last_recv": la}
+                     "first_recv": f, "last_recv": la, "sse": [(w["start"], w["ns"]) for w in sse]}
         t["bracketed"] = all(k in d for d, k in ((read, "br"), (first["handed"], "br"),
                                                   (first["engine_recv"], "br"),
                                                   (detok[0], "recv_br")))
@@ -539,6 +539,7 @@ def pack_vs_truth(one, lines, groups, strict_groups):
             for what in ("read", "handed", "engine_recv", "first_recv"):
                 b = t["inst"][what]
                 bw.setdefault(what, []).append((b[1] - b[0]) / 1e6)
+            bw.setdefault("sse_write", []).extend((b - a) / 1e6 for a, b in t["inst"]["sse"])
             bad = pack_instants(s, t)
             if bad:
                 outside.append((i, bad))
