@@ -79,12 +79,13 @@ class Engine:
                 if os.getppid() != parent:
                     os._exit(0)  # the API server is gone
                 continue
+            t0 = time.monotonic_ns()
             frames = sock.recv_multipart(copy=False)
             now = time.monotonic_ns()
             kind = frames[0].bytes
             if kind == vmsg.ADD:
                 req = vmsg.decode_request(frames[1].buffer)
-                self.tl.ev(req["request_id"], "engine_recv", now,
+                self.tl.ev(req["request_id"], "engine_recv", now, br=(t0, now),
                            tid=threading.get_native_id(), bytes=len(frames[1].buffer))
                 self.inq.put((kind, req))
             elif kind == vmsg.ABORT:
@@ -105,12 +106,13 @@ class Engine:
                 return
             outs["engine_index"] = 0
             buf = vmsg.encode_outputs(outs)
+            t0 = time.monotonic_ns()
             sock.send_multipart([buf], copy=False, track=True)
             now = time.monotonic_ns()
             tid = threading.get_native_id()
             for o in outs["outputs"]:
-                self.tl.ev(o["request_id"], "engine_send", now, tid=tid, bytes=len(buf),
-                           batch=len(outs["outputs"]))
+                self.tl.ev(o["request_id"], "engine_send", now, br=(t0, now), tid=tid,
+                           bytes=len(buf), batch=len(outs["outputs"]))
 
     # --- busy loop (main thread) ---
     def add(self, d):

@@ -263,6 +263,38 @@ class ReqState:
         self.text = []
 
 
+class StampedSocket(zmq.Socket):
+    """The synchronous shadow an asyncio socket makes its libzmq calls through
+    (pyzmq's `_shadow_sock`), stamping each call: the truth's bracket of the
+    zmq_msg_send/zmq_msg_recv calls the tracer's probes see. A stamp taken
+    after `await` returns is late by whatever ran, or preempted the thread,
+    between the call and the coroutine's resume; this bracket is not.
+    Sends are keyed by the frame list's id (several tasks send), the receive
+    is the last one (one task receives)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        # the sugar Socket's __setattr__ takes names as socket options
+        object.__setattr__(self, "rt_calls", {"sent": {}, "recv": None})
+
+    @classmethod
+    def install(cls, asock):
+        asock._shadow_sock = cls.shadow(asock.underlying)
+        return asock._shadow_sock.rt_calls
+
+    def send_multipart(self, msg_parts, *a, **k):
+        t0 = time.monotonic_ns()
+        r = super().send_multipart(msg_parts, *a, **k)
+        self.rt_calls["sent"][id(msg_parts)] = (t0, time.monotonic_ns())
+        return r
+
+    def recv_multipart(self, *a, **k):
+        t0 = time.monotonic_ns()
+        r = super().recv_multipart(*a, **k)
+        self.rt_calls["recv"] = (t0, time.monotonic_ns())
+        return r
+
+
 class ApiServer:
     def __init__(self, a):
         self.a = a
@@ -283,8 +315,10 @@ class ApiServer:
         hs.bind(hs_addr)
         self.input = self.ctx.socket(zmq.ROUTER)
         self.input.bind(self.input_addr)
+        self.input_calls = StampedSocket.install(self.input)
         self.output = self.ctx.socket(zmq.PULL)
         self.output.bind(self.output_addr)
+        self.output_calls = StampedSocket.install(self.output)
         cmd = [sys.executable, os.path.abspath(__file__), "--role", "engine",
                "--handshake", hs_addr, "--input-addr", self.input_addr,
                "--output-addr", self.output_addr, "--step-us", str(self.a.step_us),
@@ -325,6 +359,7 @@ class ApiServer:
         while True:
             frames = await self.output.recv_multipart(copy=False)
             t_recv = time.monotonic_ns()
+            recv_br = self.output_calls["recv"]
             if len(frames) == 1 and frames[0].bytes == vmsg.ENGINE_CORE_DEAD:
                 self.dead = True
                 for st in list(self.reqs.values()):
@@ -341,7 +376,7 @@ class ApiServer:
                 text = detokenize(o["new_token_ids"], self.a.detok_rounds)
                 c1, m1 = time.thread_time_ns(), time.monotonic_ns()
                 self.tl.ev(st.rid, "detok", m1, start=m0, cpu_ns=c1 - c0, recv_ns=t_recv,
-                           tid=tid, batch=n, engine_ts=outs["timestamp"])
+                           recv_br=recv_br, tid=tid, batch=n, engine_ts=outs["timestamp"])
                 fr = o["finish_reason"]
                 fin = None if fr is None else ("stop", "length", "abort", "error")[fr]
                 st.out_tokens += len(o["new_token_ids"])
@@ -364,10 +399,12 @@ class ApiServer:
                "lora_request": None, "cache_salt": None, "data_parallel_rank": None,
                "external_req_id": external}
         payload = vmsg.encode_request(req)
+        frames = [self.identity, vmsg.ADD, payload]
         t0 = time.monotonic_ns()
-        await self.input.send_multipart([self.identity, vmsg.ADD, payload], copy=False)
-        self.tl.ev(rid, "handed", t0, done=time.monotonic_ns(), tid=threading.get_native_id(),
-                   bytes=len(payload))
+        await self.input.send_multipart(frames, copy=False)
+        done = time.monotonic_ns()
+        self.tl.ev(rid, "handed", t0, done=done, br=self.input_calls["sent"].pop(id(frames), None),
+                   tid=threading.get_native_id(), bytes=len(payload))
 
     async def send_abort(self, rids):
         if rids:
@@ -387,9 +424,23 @@ class ApiServer:
         proto = writer.transport.get_protocol()
         fed = proto.data_received
         last_read = [0]
+        # and a stamp before the read: the transport's read callback does the
+        # recv() and then data_received, so [before, data_received] brackets
+        # the read system call (asyncio's selector transport, Python 3.11;
+        # without that attribute the bracket is absent)
+        tr = writer.transport
+        read_cb = getattr(tr, "_read_ready_cb", None)
+        read_br = [None, None]
+
+        def before_read():
+            read_br[0] = time.monotonic_ns()
+            read_cb()
+        if read_cb is not None:
+            tr._read_ready_cb = before_read
 
         def stamped(data):
             last_read[0] = time.monotonic_ns()
+            read_br[1] = (read_br[0], last_read[0]) if read_br[0] else None
             fed(data)
         proto.data_received = stamped
         try:
@@ -410,12 +461,13 @@ class ApiServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 t_recv = time.monotonic_ns()
                 t_read = last_read[0] or t_recv
+                t_read_br = read_br[1]
                 keep = headers.get("connection", "keep-alive").lower() != "close"
                 if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
                     await self.respond(writer, 404, {"error": "not found"}, keep)
                 else:
                     await self.serve(writer, path, headers, json.loads(body), t_first, t_recv,
-                                     keep, meter, m0, t_read)
+                                     keep, meter, m0, t_read, t_read_br)
                 if not keep:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -432,7 +484,7 @@ class ApiServer:
         await writer.drain()
 
     async def serve(self, writer, path, headers, body, t_first, t_recv, keep, meter, m0,
-                    t_read=None):
+                    t_read=None, t_read_br=None):
         chat = path.endswith("chat/completions")
         base = headers.get("x-request-id") or random_uuid()
         stream = bool(body.get("stream"))
@@ -463,7 +515,7 @@ class ApiServer:
                 self.tl.ev(rid, "http_first_byte", t_first, http_id=headers.get("x-request-id"),
                            response_id=request_id, tid=tid, parent=parent)
                 self.tl.ev(rid, "http_recv", t_recv)
-                self.tl.ev(rid, "http_read", t_read or t_recv)
+                self.tl.ev(rid, "http_read", t_read or t_recv, br=t_read_br)
                 g.append(ReqState(rid, i * n + k, q))
             states += g
             groups.append(g)
