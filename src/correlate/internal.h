@@ -55,17 +55,18 @@ struct rt_iv {
 struct rt_engine_set;
 
 struct rt_proc {
+	/* what records read first, in one cache line; the names after */
 	uint32_t pid;
 	uint32_t group_id;
-	uint64_t unreadable[RT_UNREADABLE__COUNT];
-	char group[RT_NAME_LEN];
-	char comm[RT_COMM_LEN];
+	bool glinked;
+	bool engine_pack; /* an engine pack's calls came from it: they name its engine threads */
 	uint64_t set_ver; /* group 0: bumped when its requests join or leave an engine set */
 	struct rt_engine_set *eset; /* gpu.c: its engine set, made on its first GPU call */
 	struct rt_req *reqs; /* its requests in flight (rt_req.pnext) */
 	struct rt_proc *gnext, *gprev; /* the other processes of its group (rt_correlator.groups) */
-	bool glinked;
-	bool engine_pack; /* an engine pack's calls came from it: they name its engine threads */
+	uint64_t unreadable[RT_UNREADABLE__COUNT];
+	char group[RT_NAME_LEN];
+	char comm[RT_COMM_LEN];
 };
 
 /* slots of rt_correlator.group_ver: groups that share one only invalidate more often */
@@ -149,71 +150,40 @@ enum rt_run_state {
 };
 
 struct rt_thread {
+	/*
+	 * Fields every scheduler record reads or writes come first, so that
+	 * a thread's state costs a cache line or two, not a dozen: with
+	 * thousands of threads in flight each record's thread is a miss.
+	 */
 	uint32_t tid, pid;
-	char comm[RT_COMM_LEN];
 	enum rt_run_state run;
-	uint64_t since; /* start of the current run state */
 	bool in_burst;
-	/* the current stint on a CPU: when it began and the kernel's runtime
-	 * count then, and that count when it last left a CPU (0: unknown) */
-	uint64_t oncpu_ns, runtime_in, runtime_out;
-
-	/* rule 2: persistent owners through I/O */
-	uint64_t io[RT_THREAD_OWNERS_MAX];
-	uint32_t n_io;
-	/* rule 1: markers */
-	uint64_t mark[RT_THREAD_MARK_MAX];
-	uint8_t mark_phase[RT_THREAD_MARK_MAX];
-	uint32_t n_mark;
-	uint64_t step_id;
-	uint64_t *step; /* members of the open step, RT_STEP_MEMBERS_MAX slots */
-	uint32_t n_step;
 	bool in_step;
-	/* tokens each member of the open step advanced (STEP_TOKENS records),
-	 * parallel to step[]; usable when every member got its count */
-	uint32_t *step_tok;
-	uint32_t n_step_tok;
-	uint8_t step_src; /* enum rt_step_src of the open step */
-	uint32_t step_last_index; /* the last STEP_MEMBER's list index ... */
-	int32_t step_last_slot; /* ... and its slot in step[], -1: not kept */
-	/* rule 3: the request handed over by the wakeup that began this burst */
-	uint64_t handoff;
-	/* on-CPU time of this burst; the hand-off of the last burst if it was
-	 * brief (a lock taken, not work done), for the next wakeup */
-	int64_t burst_on;
-	uint64_t brief_handoff;
-	/* rule 4: requests served in this burst, up to RT_THREAD_SERVED_MAX */
-	uint64_t *served;
-	uint32_t n_served, served_cap;
 	/* an event loop that exchanges engine messages (vllm.c): a burst that
 	 * handled requests (messages, socket bytes) is theirs alone, not every
 	 * I/O owner's (docs/spans.md, "vLLM") */
 	bool msg_loop;
 	bool engine_calls; /* it made an engine pack's calls (rule 3 in a packed process) */
-	/*
-	 * An engine-message loop's burst, cut at the events that name
-	 * requests (docs/spans.md, "vLLM"): the group of the last event (its
-	 * time, whether work follows it, its requests) and the on-CPU time not
-	 * yet charged that goes with it (carry, run over [carry_from, carry_to]).
-	 */
-	uint64_t grp_ts;
-	bool grp_reads;
-	uint64_t *grp; /* RT_THREAD_SERVED_MAX slots, made on first use */
-	uint32_t n_grp, grp_dropped;
-	int64_t grp_carry;
-	uint64_t carry_from, carry_to;
+	uint64_t since; /* start of the current run state */
+	/* on-CPU time of this burst; the hand-off of the last burst if it was
+	 * brief (a lock taken, not work done), for the next wakeup */
+	int64_t burst_on;
 	/* burst time not under markers, charged to the burst's owners when the
 	 * burst ends (or a request it holds time for ends) */
 	int64_t resid_on, resid_runq;
-	/* when resid_on ran: its on-CPU stretches, for the owners' slices */
-	struct rt_iv rslice[RT_THREAD_SLICES_MAX];
-	uint32_t n_rslice, rslice_dropped;
-	/* comm wait (blocked peer reads) held until the thread next serves */
-	int64_t comm_pending;
-	uint64_t comm_group;
-	bool comm_served;
-	struct rt_iv comm_iv[RT_THREAD_COMM_IV_MAX]; /* the pieces of comm_pending */
-	uint32_t n_comm_iv, comm_iv_dropped;
+	/* rule 3: the request handed over by the wakeup that began this burst */
+	uint64_t handoff;
+	uint32_t n_io; /* io[] below */
+	uint32_t n_mark; /* mark[] below */
+
+	uint64_t brief_handoff;
+	/* the current stint on a CPU: when it began and the kernel's runtime
+	 * count then, and that count when it last left a CPU (0: unknown) */
+	uint64_t oncpu_ns, runtime_in, runtime_out;
+	uint32_t n_served, served_cap; /* served[] below */
+	uint32_t n_rslice, rslice_dropped; /* rslice[] below */
+	uint32_t n_step; /* step[] below */
+	uint32_t n_grp, grp_dropped; /* grp[] below */
 	/*
 	 * Compute pools (pool.c, docs/spans.md "Compute pools"). A pool thread
 	 * is linked to the engine thread whose work it does (pool_link): for
@@ -224,14 +194,51 @@ struct rt_thread {
 	bool pool_life; /* born of engine work: linked while it lives */
 	bool pool_burst; /* this burst was started by engine work */
 	bool pool_listed; /* in rt_correlator.pool_tids */
-	uint32_t brief_pool; /* pool_link of the last burst if it was brief (a lock) */
 	/* parallel regions (RT_PACK_REGION) this thread is inside; seen any */
-	uint32_t region_depth;
 	bool region_seen;
+	uint32_t region_depth;
+	uint32_t brief_pool; /* pool_link of the last burst if it was brief (a lock) */
+	uint32_t n_pool_runq; /* pool_runq[] below */
+	/* comm wait (blocked peer reads) held until the thread next serves */
+	int64_t comm_pending;
+	char comm[RT_COMM_LEN];
+
+	/* rule 2: persistent owners through I/O */
+	uint64_t io[RT_THREAD_OWNERS_MAX];
+	/* rule 4: requests served in this burst, up to RT_THREAD_SERVED_MAX */
+	uint64_t *served;
+	/* rule 1: markers */
+	uint64_t mark[RT_THREAD_MARK_MAX];
+	uint8_t mark_phase[RT_THREAD_MARK_MAX];
+	uint64_t step_id;
+	uint64_t *step; /* members of the open step, RT_STEP_MEMBERS_MAX slots */
+	/* tokens each member of the open step advanced (STEP_TOKENS records),
+	 * parallel to step[]; usable when every member got its count */
+	uint32_t *step_tok;
+	uint32_t n_step_tok;
+	uint8_t step_src; /* enum rt_step_src of the open step */
+	uint32_t step_last_index; /* the last STEP_MEMBER's list index ... */
+	int32_t step_last_slot; /* ... and its slot in step[], -1: not kept */
+	/*
+	 * An engine-message loop's burst, cut at the events that name
+	 * requests (docs/spans.md, "vLLM"): the group of the last event (its
+	 * time, whether work follows it, its requests) and the on-CPU time not
+	 * yet charged that goes with it (carry, run over [carry_from, carry_to]).
+	 */
+	uint64_t grp_ts;
+	bool grp_reads;
+	uint64_t *grp; /* RT_THREAD_SERVED_MAX slots, made on first use */
+	int64_t grp_carry;
+	uint64_t carry_from, carry_to;
+	/* when resid_on ran: its on-CPU stretches, for the owners' slices */
+	struct rt_iv rslice[RT_THREAD_SLICES_MAX];
+	uint64_t comm_group;
+	bool comm_served;
+	struct rt_iv comm_iv[RT_THREAD_COMM_IV_MAX]; /* the pieces of comm_pending */
+	uint32_t n_comm_iv, comm_iv_dropped;
 	/* runqueue pieces a pool thread was charged since its last switch
 	 * record: some were on CPU if its switch-in went unrecorded (pool.c) */
 	struct rt_pool_runq *pool_runq;
-	uint32_t n_pool_runq;
 };
 
 #define RT_POOL_RUNQ_MAX 64 /* pieces kept between two switch records */
@@ -261,7 +268,8 @@ struct rt_conn {
 	uint32_t pid;
 	int32_t fd;
 	bool predates; /* first seen by its I/O: the parser joined mid-stream */
-	bool counted; /* in rt_correlator.conns_of */
+	bool counted; /* on its process's list in rt_correlator.conns_of */
+	struct rt_conn *pnext, *pprev; /* that list */
 	bool rx_seen; /* a read of it returned bytes */
 	struct rt_arrival arrival;
 	uint64_t established_ns; /* handshake completed (ARRIVAL), 0: unknown */
@@ -352,8 +360,8 @@ struct rt_correlator {
 	struct rt_hmap groups;
 	uint64_t orphan_reqs;
 	bool groups_lost;
-	/* pid → its connections in c->conns (a count, as a pointer): a process
-	 * exit finds nothing to close without scanning every connection */
+	/* pid → its first connection in c->conns (rt_conn.pnext): a process
+	 * exit closes its own without scanning every connection */
 	struct rt_hmap conns_of;
 	bool conns_of_lost;
 
