@@ -81,6 +81,7 @@ void rt_proc_drop(struct rt_correlator *c, struct rt_proc *p)
 	if (!p)
 		return;
 	group_unlink(c, p);
+	rt_proc_threads_drop(p);
 	while ((r = p->reqs) != NULL) {
 		p->reqs = r->pnext;
 		r->proc = NULL;
@@ -412,7 +413,13 @@ static void engine_call(struct rt_correlator *c, const struct rt_event_hdr *ev)
 	p = rt_proc_get(c, ev->pid, true);
 	if (!p)
 		return;
-	p->engine_pack = true;
+	if (!p->engine_pack) {
+		struct rt_thread *o;
+
+		p->engine_pack = true;
+		for (o = p->threads; o; o = o->tnext)
+			o->proc_pack = true; /* cpu.c reads it there */
+	}
 	t->engine_calls = true;
 }
 

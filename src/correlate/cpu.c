@@ -21,6 +21,7 @@
  * that until it is charged.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,11 @@
 	(RT_THREAD_OWNERS_MAX + RT_THREAD_SERVED_MAX + RT_THREAD_MARK_MAX + RT_STEP_MEMBERS_MAX + 1)
 
 enum piece { PIECE_ON, PIECE_RUNQ, PIECE_OFF };
+
+/* the hot head of a thread: what a scheduler record touches, in three lines */
+_Static_assert(offsetof(struct rt_thread, resid_runq) == 64, "rt_thread's first line");
+_Static_assert(offsetof(struct rt_thread, proc) == 128, "rt_thread's second line");
+_Static_assert(offsetof(struct rt_thread, comm_pending) == 192, "rt_thread's third line");
 
 struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t pid, bool create)
 {
@@ -47,9 +53,11 @@ struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t 
 	}
 	if (!create || !tid)
 		return NULL;
-	t = calloc(1, sizeof(*t));
+	/* line-aligned: the hot fields at its head are the lines a record touches */
+	t = aligned_alloc(64, (sizeof(*t) + 63) & ~(size_t)63);
 	if (!t)
 		return NULL;
+	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->pid = pid;
 	if (rt_hmap_put(&c->threads, tid, t)) {
@@ -60,11 +68,67 @@ struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t 
 	return t;
 }
 
+static void proc_unlink(struct rt_thread *t)
+{
+	if (!t->proc)
+		return;
+	if (t->tprev)
+		t->tprev->tnext = t->tnext;
+	else
+		t->proc->threads = t->tnext;
+	if (t->tnext)
+		t->tnext->tprev = t->tprev;
+	t->proc = NULL;
+	t->proc_pack = false;
+	t->tnext = t->tprev = NULL;
+}
+
+struct rt_proc *rt_thread_proc(struct rt_correlator *c, struct rt_thread *t)
+{
+	struct rt_proc *p;
+
+	if (t->proc)
+		return t->proc;
+	p = t->pid ? rt_hmap_get(&c->procs, t->pid) : NULL;
+	if (!p)
+		return NULL;
+	t->proc = p;
+	t->proc_pack = p->engine_pack;
+	t->tprev = NULL;
+	t->tnext = p->threads;
+	if (p->threads)
+		p->threads->tprev = t;
+	p->threads = t;
+	return p;
+}
+
+void rt_proc_threads_drop(struct rt_proc *p)
+{
+	while (p->threads)
+		proc_unlink(p->threads);
+}
+
+/*
+ * What `rt_proc_get(c, pid, false) ? rt_thread_get(c, tid, pid, create) :
+ * NULL` finds for a thread that exists, without the process lookup once
+ * the thread holds its process (a scheduler record names two threads,
+ * each with its process: four lookups a record before).
+ */
+struct rt_thread *rt_thread_known(struct rt_correlator *c, uint32_t tid, uint32_t pid)
+{
+	struct rt_thread *t = tid ? rt_hmap_get(&c->threads, tid) : NULL;
+
+	if (!t || t->pid != pid)
+		return NULL;
+	return rt_thread_proc(c, t) ? t : NULL;
+}
+
 void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
 {
 	(void)c;
 	if (!t)
 		return;
+	proc_unlink(t);
 	free(t->step);
 	free(t->step_tok);
 	free(t->served);
@@ -520,62 +584,62 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 
 	if (ev->cpu < RT_CORR_CPUS_MAX)
 		c->cpu_last_switch[ev->cpu] = ts;
-	if (ev->prev_tid && rt_proc_get(c, ev->prev_pid, false)) {
+	t = rt_thread_known(c, ev->prev_tid, ev->prev_pid);
+	if (!t && ev->prev_tid && rt_proc_get(c, ev->prev_pid, false))
 		t = rt_thread_get(c, ev->prev_tid, ev->prev_pid, true);
-		if (t) {
-			memcpy(t->comm, ev->prev_comm, RT_COMM_LEN);
-			t->comm[RT_COMM_LEN - 1] = '\0';
-			if (t->run == RT_RUN_RUNNABLE || t->run == RT_RUN_BLOCKED) {
-				/*
-				 * It leaves a CPU we never saw it take: a switch-in went
-				 * unrecorded (seen here: the sandbox's pid 1 threads'
-				 * switch-outs never reach the tracepoint, and now and
-				 * then a switch-in from idle). The kernel's count says
-				 * how long it ran since it last left a CPU: the end of
-				 * the gap. Without it, it can only have come on after
-				 * this CPU's last recorded switch; count it on CPU from
-				 * then, the least runqueue we can.
-				 */
-				uint64_t on = cpu_last, ran;
+	if (t) {
+		memcpy(t->comm, ev->prev_comm, RT_COMM_LEN);
+		t->comm[RT_COMM_LEN - 1] = '\0';
+		if (t->run == RT_RUN_RUNNABLE || t->run == RT_RUN_BLOCKED) {
+			/*
+			 * It leaves a CPU we never saw it take: a switch-in went
+			 * unrecorded (seen here: the sandbox's pid 1 threads'
+			 * switch-outs never reach the tracepoint, and now and
+			 * then a switch-in from idle). The kernel's count says
+			 * how long it ran since it last left a CPU: the end of
+			 * the gap. Without it, it can only have come on after
+			 * this CPU's last recorded switch; count it on CPU from
+			 * then, the least runqueue we can.
+			 */
+			uint64_t on = cpu_last, ran;
 
-				if (t->runtime_out && ev->prev_runtime_ns >= t->runtime_out) {
-					ran = ev->prev_runtime_ns - t->runtime_out;
-					on = ran < ts - t->since ? ts - ran : t->since;
-					/* a pool's time is cut as it runs: what was cut as
-					 * runqueue after it came on is put right (pool.c) */
-					if (ran < ts && ts - ran < t->since)
-						rt_pool_runq_was_on(c, t, ts - ran, t->since);
-				}
-				if (on > t->since && on < ts)
-					rt_cpu_account(c, t, on);
-				on_cpu_unseen(c, t, t->since);
+			if (t->runtime_out && ev->prev_runtime_ns >= t->runtime_out) {
+				ran = ev->prev_runtime_ns - t->runtime_out;
+				on = ran < ts - t->since ? ts - ran : t->since;
+				/* a pool's time is cut as it runs: what was cut as
+				 * runqueue after it came on is put right (pool.c) */
+				if (ran < ts && ts - ran < t->since)
+					rt_pool_runq_was_on(c, t, ts - ran, t->since);
 			}
-			not_run(c, t, ts, ev->prev_runtime_ns);
-			rt_cpu_account(c, t, ts);
-			t->runtime_out = ev->prev_runtime_ns;
-			rt_pool_runq_reset(t);
-			if (ev->prev_state == RT_TASK_RUNNING) {
-				t->run = RT_RUN_RUNNABLE; /* preempted: the burst goes on */
-			} else {
-				end_burst(c, t);
-				t->run = RT_RUN_BLOCKED;
-			}
+			if (on > t->since && on < ts)
+				rt_cpu_account(c, t, on);
+			on_cpu_unseen(c, t, t->since);
+		}
+		not_run(c, t, ts, ev->prev_runtime_ns);
+		rt_cpu_account(c, t, ts);
+		t->runtime_out = ev->prev_runtime_ns;
+		rt_pool_runq_reset(t);
+		if (ev->prev_state == RT_TASK_RUNNING) {
+			t->run = RT_RUN_RUNNABLE; /* preempted: the burst goes on */
+		} else {
+			end_burst(c, t);
+			t->run = RT_RUN_BLOCKED;
 		}
 	}
-	if (ev->next_tid && rt_proc_get(c, ev->next_pid, false)) {
+	t = rt_thread_known(c, ev->next_tid, ev->next_pid);
+	if (!t && ev->next_tid && rt_proc_get(c, ev->next_pid, false))
 		t = rt_thread_get(c, ev->next_tid, ev->next_pid, true);
-		if (t) {
-			memcpy(t->comm, ev->next_comm, RT_COMM_LEN);
-			t->comm[RT_COMM_LEN - 1] = '\0';
-			rt_cpu_account(c, t, ts);
-			rt_pool_runq_reset(t);
-			if (t->run == RT_RUN_BLOCKED)
-				resume_unwoken(c, t);
-			t->run = RT_RUN_ONCPU;
-			t->in_burst = true;
-			t->oncpu_ns = ts;
-			t->runtime_in = ev->next_runtime_ns;
-		}
+	if (t) {
+		memcpy(t->comm, ev->next_comm, RT_COMM_LEN);
+		t->comm[RT_COMM_LEN - 1] = '\0';
+		rt_cpu_account(c, t, ts);
+		rt_pool_runq_reset(t);
+		if (t->run == RT_RUN_BLOCKED)
+			resume_unwoken(c, t);
+		t->run = RT_RUN_ONCPU;
+		t->in_burst = true;
+		t->oncpu_ns = ts;
+		t->runtime_in = ev->next_runtime_ns;
 	}
 }
 
@@ -654,8 +718,8 @@ static bool runtime_thread(struct rt_correlator *c, const struct rt_thread *t)
 
 	if (t->engine_calls || t->n_io)
 		return false;
-	p = rt_proc_get(c, t->pid, false);
-	return p && p->engine_pack;
+	p = rt_thread_proc(c, (struct rt_thread *)t);
+	return p && t->proc_pack;
 }
 
 void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *ev)
@@ -664,11 +728,14 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	struct rt_thread *t, *w = NULL;
 	struct rt_req *req;
 
-	if (!ev->target_tid || !rt_proc_get(c, ev->target_pid, true))
-		return;
-	t = rt_thread_get(c, ev->target_tid, ev->target_pid, true);
-	if (!t)
-		return;
+	t = rt_thread_known(c, ev->target_tid, ev->target_pid);
+	if (!t) {
+		if (!ev->target_tid || !rt_proc_get(c, ev->target_pid, true))
+			return;
+		t = rt_thread_get(c, ev->target_tid, ev->target_pid, true);
+		if (!t)
+			return;
+	}
 	rt_cpu_account(c, t, ts);
 	/*
 	 * The kernel emits sched_waking only for a task in a sleeping state; one
@@ -682,8 +749,12 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 		t->run = RT_RUN_RUNNABLE;
 	t->in_burst = true;
 
-	if (ev->hdr.tid && ev->hdr.tid != ev->target_tid && rt_proc_get(c, ev->hdr.pid, false))
-		w = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, false);
+	if (ev->hdr.tid && ev->hdr.tid != ev->target_tid) {
+		w = rt_thread_known(c, ev->hdr.tid, ev->hdr.pid);
+		/* not known as this pid's: a reused tid's stale thread goes */
+		if (!w && rt_proc_get(c, ev->hdr.pid, false))
+			w = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, false);
+	}
 	if (!w) {
 		rt_pool_on_wake(c, t, NULL);
 		return;

@@ -64,6 +64,7 @@ struct rt_proc {
 	struct rt_engine_set *eset; /* gpu.c: its engine set, made on its first GPU call */
 	struct rt_req *reqs; /* its requests in flight (rt_req.pnext) */
 	struct rt_proc *gnext, *gprev; /* the other processes of its group (rt_correlator.groups) */
+	struct rt_thread *threads; /* those whose rt_thread.proc is this (rt_thread.tnext) */
 	uint64_t unreadable[RT_UNREADABLE__COUNT];
 	char group[RT_NAME_LEN];
 	char comm[RT_COMM_LEN];
@@ -80,6 +81,13 @@ enum rt_req_state {
 
 struct rt_req {
 	uint64_t serial;
+	/* what charging a piece of CPU time reads first, next to the serial */
+	bool ended;
+	/* the client left (its read returned 0): nothing is charged to this
+	 * request any more, whatever comes before the request ends */
+	uint64_t frozen_ns;
+	uint32_t n_touched;
+	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
 	uint64_t conn_serial;
 	uint32_t pid;
 	int32_t fd;
@@ -122,10 +130,6 @@ struct rt_req {
 
 	uint64_t bind_key; /* hash of an engine id bound to this request, 0: none */
 	uint32_t mark_tid[RT_PHASE__COUNT]; /* thread a marker interval claims */
-	bool ended;
-	/* the client left (its read returned 0): nothing is charged to this
-	 * request any more, whatever comes before the request ends */
-	uint64_t frozen_ns;
 
 	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
 	struct rt_req_pack *pack; /* engine pack observations (pack.c), NULL: none */
@@ -137,9 +141,6 @@ struct rt_req {
 	 * not its first token; resp_last_exit: exit of the last write seen */
 	bool mid_body;
 	uint64_t resp_last_exit;
-
-	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
-	uint32_t n_touched;
 };
 
 enum rt_run_state {
@@ -151,9 +152,10 @@ enum rt_run_state {
 
 struct rt_thread {
 	/*
-	 * Fields every scheduler record reads or writes come first, so that
-	 * a thread's state costs a cache line or two, not a dozen: with
-	 * thousands of threads in flight each record's thread is a miss.
+	 * Fields every scheduler record reads or writes come first, in the
+	 * first three cache lines (threads are allocated line-aligned): with
+	 * thousands of threads in flight each record's thread is a miss, and
+	 * a thread's state was spread over a dozen lines.
 	 */
 	uint32_t tid, pid;
 	enum rt_run_state run;
@@ -165,43 +167,52 @@ struct rt_thread {
 	bool msg_loop;
 	bool engine_calls; /* it made an engine pack's calls (rule 3 in a packed process) */
 	uint64_t since; /* start of the current run state */
+	/* the current stint on a CPU: when it began and the kernel's runtime
+	 * count then, and that count when it last left a CPU (0: unknown) */
+	uint64_t oncpu_ns, runtime_in, runtime_out;
 	/* on-CPU time of this burst; the hand-off of the last burst if it was
 	 * brief (a lock taken, not work done), for the next wakeup */
 	int64_t burst_on;
 	/* burst time not under markers, charged to the burst's owners when the
 	 * burst ends (or a request it holds time for ends) */
-	int64_t resid_on, resid_runq;
+	int64_t resid_on;
+
+	int64_t resid_runq;
 	/* rule 3: the request handed over by the wakeup that began this burst */
 	uint64_t handoff;
+	uint64_t brief_handoff;
+	char comm[RT_COMM_LEN];
 	uint32_t n_io; /* io[] below */
 	uint32_t n_mark; /* mark[] below */
+	uint32_t n_served; /* served[] below */
+	uint32_t n_rslice; /* rslice[] below */
+	uint32_t n_grp; /* grp[] below */
+	uint32_t n_pool_runq; /* pool_runq[] below */
 
-	uint64_t brief_handoff;
-	/* the current stint on a CPU: when it began and the kernel's runtime
-	 * count then, and that count when it last left a CPU (0: unknown) */
-	uint64_t oncpu_ns, runtime_in, runtime_out;
-	uint32_t n_served, served_cap; /* served[] below */
-	uint32_t n_rslice, rslice_dropped; /* rslice[] below */
-	uint32_t n_step; /* step[] below */
-	uint32_t n_grp, grp_dropped; /* grp[] below */
+	/* its process while in c->procs, NULL: not looked up yet (rt_thread_proc()) */
+	struct rt_proc *proc;
+	struct rt_thread *tnext, *tprev; /* the other threads of proc (rt_proc.threads) */
 	/*
 	 * Compute pools (pool.c, docs/spans.md "Compute pools"). A pool thread
 	 * is linked to the engine thread whose work it does (pool_link): for
 	 * its life when that thread created it during a step or a parallel
 	 * region, for one burst when it woke it then.
 	 */
-	uint32_t pool_link; /* tid of the engine thread, 0: none */
 	bool pool_life; /* born of engine work: linked while it lives */
 	bool pool_burst; /* this burst was started by engine work */
 	bool pool_listed; /* in rt_correlator.pool_tids */
+	/* proc's engine_pack, kept here: the process is one more miss a wakeup */
+	bool proc_pack;
 	/* parallel regions (RT_PACK_REGION) this thread is inside; seen any */
 	bool region_seen;
 	uint32_t region_depth;
+	uint32_t pool_link; /* tid of the engine thread, 0: none */
 	uint32_t brief_pool; /* pool_link of the last burst if it was brief (a lock) */
-	uint32_t n_pool_runq; /* pool_runq[] below */
+	uint32_t n_step; /* step[] below */
+	uint32_t served_cap, rslice_dropped, grp_dropped;
+
 	/* comm wait (blocked peer reads) held until the thread next serves */
 	int64_t comm_pending;
-	char comm[RT_COMM_LEN];
 
 	/* rule 2: persistent owners through I/O */
 	uint64_t io[RT_THREAD_OWNERS_MAX];
@@ -415,6 +426,12 @@ void rt_cut_close(struct rt_conn *conn);
 /* cpu.c */
 struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t pid, bool create);
 void rt_thread_free(struct rt_correlator *c, struct rt_thread *t);
+/* t's process if known (in c->procs), else NULL; kept on t until the process leaves */
+struct rt_proc *rt_thread_proc(struct rt_correlator *c, struct rt_thread *t);
+/* The thread tid of pid when both are known (no lookup of the process once t holds it), else NULL. */
+struct rt_thread *rt_thread_known(struct rt_correlator *c, uint32_t tid, uint32_t pid);
+/* p leaves c->procs: its threads forget it. */
+void rt_proc_threads_drop(struct rt_proc *p);
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev);
 void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *ev);
 /* Rule 1 claims t for serial (after accounting up to the claim). */
