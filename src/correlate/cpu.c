@@ -109,6 +109,31 @@ void rt_proc_threads_drop(struct rt_proc *p)
 }
 
 /*
+ * A record names two threads: load both (their slots, then the head lines
+ * every record touches) before working on either, so that their misses
+ * overlap rather than follow each other.
+ */
+static void prefetch_two(struct rt_correlator *c, uint32_t a, uint32_t b)
+{
+	const struct rt_thread *ta, *tb;
+
+	rt_hmap_prefetch(&c->threads, a);
+	rt_hmap_prefetch(&c->threads, b);
+	ta = a ? rt_hmap_get(&c->threads, a) : NULL;
+	tb = b ? rt_hmap_get(&c->threads, b) : NULL;
+	if (ta) {
+		__builtin_prefetch(ta, 1);
+		__builtin_prefetch((const char *)ta + 64, 1);
+		__builtin_prefetch((const char *)ta + 128, 1);
+	}
+	if (tb) {
+		__builtin_prefetch(tb, 1);
+		__builtin_prefetch((const char *)tb + 64, 1);
+		__builtin_prefetch((const char *)tb + 128, 1);
+	}
+}
+
+/*
  * What `rt_proc_get(c, pid, false) ? rt_thread_get(c, tid, pid, create) :
  * NULL` finds for a thread that exists, without the process lookup once
  * the thread holds its process (a scheduler record names two threads,
@@ -182,31 +207,45 @@ static bool remove_one(uint64_t *set, uint32_t *n, uint64_t v)
 /* Rule 1: marker claims and the open step. */
 static uint32_t marker_owners(const struct rt_thread *t, uint64_t *out)
 {
-	uint32_t n = 0, i;
+	uint32_t n = 0, claims, i;
 
 	for (i = 0; i < t->n_mark; i++)
 		add_unique(out, &n, OWNERS_MAX, t->mark[i]);
+	claims = n;
+	/*
+	 * A step's members are distinct and never 0 (markers.c and pack.c
+	 * add each once): only a claim can repeat one. Checking each against
+	 * all before it made an engine thread's every piece quadratic in its
+	 * batch. n stays under OWNERS_MAX: 8 claims, 256 members.
+	 */
 	if (t->in_step)
 		for (i = 0; i < t->n_step; i++)
-			add_unique(out, &n, OWNERS_MAX, t->step[i]);
+			if (!has(out, claims, t->step[i]))
+				out[n++] = t->step[i];
 	return n;
 }
 
 /* Rules 2-4: I/O owners, the hand-off, requests served in this burst. */
 static uint32_t burst_owners(const struct rt_thread *t, uint64_t *out)
 {
-	uint32_t n = 0, i;
+	uint32_t n = 0, before, i;
 
+	/*
+	 * served[] and io[] each hold distinct serials, never 0 (served_add(),
+	 * rt_cpu_io_owner()): only across the lists can one repeat.
+	 */
 	/* an engine-message event loop: the requests this burst handled, when it handled any */
-	for (i = 0; t->msg_loop && i < t->n_served; i++)
-		add_unique(out, &n, OWNERS_MAX, t->served[i]);
-	if (n)
-		return n;
-	for (i = 0; i < t->n_io; i++)
-		add_unique(out, &n, OWNERS_MAX, t->io[i]);
+	if (t->msg_loop && t->n_served) {
+		memcpy(out, t->served, t->n_served * sizeof(*out));
+		return t->n_served;
+	}
+	memcpy(out, t->io, t->n_io * sizeof(*out));
+	n = t->n_io;
 	add_unique(out, &n, OWNERS_MAX, t->handoff);
+	before = n;
 	for (i = 0; i < t->n_served; i++)
-		add_unique(out, &n, OWNERS_MAX, t->served[i]);
+		if (!has(out, before, t->served[i]))
+			out[n++] = t->served[i];
 	return n;
 }
 
@@ -584,6 +623,7 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 
 	if (ev->cpu < RT_CORR_CPUS_MAX)
 		c->cpu_last_switch[ev->cpu] = ts;
+	prefetch_two(c, ev->prev_tid, ev->next_tid);
 	t = rt_thread_known(c, ev->prev_tid, ev->prev_pid);
 	if (!t && ev->prev_tid && rt_proc_get(c, ev->prev_pid, false))
 		t = rt_thread_get(c, ev->prev_tid, ev->prev_pid, true);
@@ -728,6 +768,7 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	struct rt_thread *t, *w = NULL;
 	struct rt_req *req;
 
+	prefetch_two(c, ev->target_tid, ev->hdr.tid);
 	t = rt_thread_known(c, ev->target_tid, ev->target_pid);
 	if (!t) {
 		if (!ev->target_tid || !rt_proc_get(c, ev->target_pid, true))

@@ -88,6 +88,14 @@ struct rt_req {
 	uint64_t frozen_ns;
 	uint32_t n_touched;
 	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
+	uint64_t last_activity;
+	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
+	/* markers: per phase, open interval start (0: closed) */
+	uint64_t mark_open[RT_PHASE__COUNT];
+	uint32_t mark_tid[RT_PHASE__COUNT]; /* thread a marker interval claims */
+	/* where gpu points once used: an allocation of its own was one more
+	 * miss per GPU record and request */
+	struct rt_gpu_acc gpu_acc;
 	uint64_t conn_serial;
 	uint32_t pid;
 	int32_t fd;
@@ -96,13 +104,10 @@ struct rt_req {
 	/* on its process's list; NULL: its process was not known (counted in orphan_reqs) */
 	struct rt_proc *proc;
 	struct rt_req *pnext, *pprev;
-	struct rt_span span;
 
-	uint64_t last_activity;
 	uint64_t resp_first_enter; /* entry of the first response write */
 
-	/* markers: per phase, open interval start (0: closed) and totals */
-	uint64_t mark_open[RT_PHASE__COUNT];
+	/* markers: per phase, totals */
 	int64_t mark_total[RT_PHASE__COUNT];
 	int64_t mark_comm_in[RT_PHASE__COUNT]; /* marker comm wait inside this phase */
 	uint32_t mark_seen; /* bit per phase */
@@ -129,9 +134,7 @@ struct rt_req {
 	int64_t gap_max;
 
 	uint64_t bind_key; /* hash of an engine id bound to this request, 0: none */
-	uint32_t mark_tid[RT_PHASE__COUNT]; /* thread a marker interval claims */
 
-	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
 	struct rt_req_pack *pack; /* engine pack observations (pack.c), NULL: none */
 	struct rt_req_vllm *vllm; /* vLLM engine requests joined (vllm.c), NULL: none */
 	uint64_t vllm_tried; /* vllm.c: what a join was last tried with (0: never) */
@@ -141,6 +144,8 @@ struct rt_req {
 	 * not its first token; resp_last_exit: exit of the last write seen */
 	bool mid_body;
 	uint64_t resp_last_exit;
+	/* last: its fields are far apart, and the request's own ones above are read more */
+	struct rt_span span;
 };
 
 enum rt_run_state {
@@ -520,7 +525,7 @@ uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev,
  * turn (*turn), so the shares sum to q.
  */
 void rt_gpu_split_q(uint64_t q, const struct rt_gpu_who *who, uint32_t *turn, uint64_t *out);
-/* r's GPU accumulator, made on first use; NULL (r flagged incomplete) without memory. */
+/* r's GPU accumulator (r->gpu_acc), cleared on first use; never NULL. */
 struct rt_gpu_acc *rt_gpu_acc_of(struct rt_req *r);
 
 /* working.c: who the engine is working for (docs/spans.md) */
