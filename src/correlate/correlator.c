@@ -117,9 +117,30 @@ void rt_req_set_changed(struct rt_correlator *c, const struct rt_req *r)
 		c->procs_ver++;
 }
 
-struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial)
+void rt_reqs_get(struct rt_correlator *c, const uint64_t *serials, uint32_t n, struct rt_req **out,
+		 bool cpu)
 {
-	return serial ? rt_hmap_get(&c->reqs, serial) : NULL;
+	uint32_t i;
+
+	if (n == 1) {
+		out[0] = rt_req_get(c, serials[0]);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		rt_hmap_prefetch(&c->reqs, serials[i]);
+	for (i = 0; i < n; i++) {
+		struct rt_req *r = rt_req_get(c, serials[i]);
+
+		out[i] = r;
+		if (!r)
+			continue;
+		__builtin_prefetch(r, 1);
+		if (cpu) {
+			__builtin_prefetch(&r->span.cpu.on_cpu_ns, 1);
+			__builtin_prefetch(&r->span.cpu.n_threads, 1);
+			__builtin_prefetch(&r->span.cpu.n_slices, 1);
+		}
+	}
 }
 
 struct rt_req *rt_req_by_id(struct rt_correlator *c, const char *id)

@@ -325,12 +325,10 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 
 	if (ns <= 0)
 		return;
-	for (i = 0; i < n; i++) {
-		struct rt_req *r = rt_req_get(c, owners[i]);
-
-		if (r && !r->frozen_ns)
-			reqs[live++] = r;
-	}
+	rt_reqs_get(c, owners, n, reqs, true);
+	for (i = 0; i < n; i++)
+		if (reqs[i] && !reqs[i]->frozen_ns)
+			reqs[live++] = reqs[i];
 	if (!live) {
 		if (kind != PIECE_OFF)
 			rt_cpu_unattributed(c, kind == PIECE_ON, ns);

@@ -394,7 +394,17 @@ struct rt_correlator {
 
 /* correlator.c */
 struct rt_proc *rt_proc_get(struct rt_correlator *c, uint32_t pid, bool create);
-struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial);
+static inline struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial)
+{
+	return serial ? (struct rt_req *)rt_hmap_get(&c->reqs, serial) : NULL;
+}
+/*
+ * rt_req_get() of serials[0..n) into out, the lookups overlapped: the
+ * slots are loaded first, then each request's head (and with cpu, its
+ * span's CPU counters), so that n misses cost about one.
+ */
+void rt_reqs_get(struct rt_correlator *c, const uint64_t *serials, uint32_t n, struct rt_req **out,
+		 bool cpu);
 struct rt_req *rt_req_by_id(struct rt_correlator *c, const char *id);
 struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_t start_ns);
 void rt_req_set_id(struct rt_correlator *c, struct rt_req *r, const char *id);
