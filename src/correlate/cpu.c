@@ -40,6 +40,7 @@ _Static_assert(offsetof(struct rt_thread, comm_pending) == 192, "rt_thread's thi
 struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t pid, bool create)
 {
 	struct rt_thread *t = rt_hmap_get(&c->threads, tid);
+	void *mem;
 
 	if (t) {
 		if (pid && t->pid != pid) {
@@ -53,16 +54,21 @@ struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t 
 	}
 	if (!create || !tid)
 		return NULL;
-	/* line-aligned: the hot fields at its head are the lines a record touches */
-	t = aligned_alloc(64, (sizeof(*t) + 63) & ~(size_t)63);
-	if (!t)
+	/*
+	 * Line-aligned: the hot fields at its head are the lines a record
+	 * touches. By hand from calloc(): aligned_alloc() and a memset cost
+	 * twice as much, with threads made and dropped as tids are reused.
+	 */
+	mem = calloc(1, sizeof(*t) + 63);
+	if (!mem)
 		return NULL;
-	memset(t, 0, sizeof(*t));
+	t = (struct rt_thread *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+	t->mem = mem;
 	t->tid = tid;
 	t->pid = pid;
 	if (rt_hmap_put(&c->threads, tid, t)) {
 		c->st.dropped_threads++;
-		free(t);
+		free(mem);
 		return NULL;
 	}
 	return t;
@@ -113,9 +119,10 @@ void rt_proc_threads_drop(struct rt_proc *p)
  * every record touches) before working on either, so that their misses
  * overlap rather than follow each other.
  */
-static void prefetch_two(struct rt_correlator *c, uint32_t a, uint32_t b)
+static void prefetch_two(struct rt_correlator *c, uint32_t a, uint32_t b, struct rt_thread **pa,
+			 struct rt_thread **pb)
 {
-	const struct rt_thread *ta, *tb;
+	struct rt_thread *ta, *tb;
 
 	rt_hmap_prefetch(&c->threads, a);
 	rt_hmap_prefetch(&c->threads, b);
@@ -131,6 +138,16 @@ static void prefetch_two(struct rt_correlator *c, uint32_t a, uint32_t b)
 		__builtin_prefetch((const char *)tb + 64, 1);
 		__builtin_prefetch((const char *)tb + 128, 1);
 	}
+	*pa = ta;
+	*pb = tb;
+}
+
+/* rt_thread_known() of a thread already looked up (t: c->threads' entry for its tid, or NULL). */
+static struct rt_thread *known(struct rt_correlator *c, struct rt_thread *t, uint32_t pid)
+{
+	if (!t || t->pid != pid)
+		return NULL;
+	return rt_thread_proc(c, t) ? t : NULL;
 }
 
 /*
@@ -141,11 +158,7 @@ static void prefetch_two(struct rt_correlator *c, uint32_t a, uint32_t b)
  */
 struct rt_thread *rt_thread_known(struct rt_correlator *c, uint32_t tid, uint32_t pid)
 {
-	struct rt_thread *t = tid ? rt_hmap_get(&c->threads, tid) : NULL;
-
-	if (!t || t->pid != pid)
-		return NULL;
-	return rt_thread_proc(c, t) ? t : NULL;
+	return known(c, tid ? rt_hmap_get(&c->threads, tid) : NULL, pid);
 }
 
 void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
@@ -159,7 +172,7 @@ void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
 	free(t->served);
 	free(t->grp);
 	free(t->pool_runq);
-	free(t);
+	free(t->mem);
 }
 
 void rt_req_touch(struct rt_req *r, uint32_t tid)
@@ -317,18 +330,27 @@ struct stretches {
 	uint32_t n, dropped;
 };
 
-static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t *owners, uint32_t n,
-		   enum piece kind, int64_t ns, const struct stretches *when)
+/* The live requests of owners[0..n) into reqs (whose clients have not left); their count. */
+static uint32_t live_owners(struct rt_correlator *c, const uint64_t *owners, uint32_t n,
+			    struct rt_req **reqs)
 {
-	struct rt_req *reqs[OWNERS_MAX];
 	uint32_t i, live = 0;
 
-	if (ns <= 0)
-		return;
 	rt_reqs_get(c, owners, n, reqs, true);
 	for (i = 0; i < n; i++)
 		if (reqs[i] && !reqs[i]->frozen_ns)
 			reqs[live++] = reqs[i];
+	return live;
+}
+
+/* A piece to the live requests reqs[0..live) (live_owners()), split equally. */
+static void charge_live(struct rt_correlator *c, struct rt_thread *t, struct rt_req *const *reqs,
+			uint32_t live, enum piece kind, int64_t ns, const struct stretches *when)
+{
+	uint32_t i;
+
+	if (ns <= 0)
+		return;
 	if (!live) {
 		if (kind != PIECE_OFF)
 			rt_cpu_unattributed(c, kind == PIECE_ON, ns);
@@ -364,6 +386,16 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 		if (st && live > 1)
 			st->shared = true;
 	}
+}
+
+static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t *owners, uint32_t n,
+		   enum piece kind, int64_t ns, const struct stretches *when)
+{
+	struct rt_req *reqs[OWNERS_MAX];
+
+	if (ns <= 0)
+		return;
+	charge_live(c, t, reqs, live_owners(c, owners, n, reqs), kind, ns, when);
 }
 
 void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns)
@@ -437,8 +469,9 @@ static void close_group(struct rt_correlator *c, struct rt_thread *t)
 static void flush(struct rt_correlator *c, struct rt_thread *t)
 {
 	uint64_t owners[OWNERS_MAX];
+	struct rt_req *reqs[OWNERS_MAX];
 	struct stretches when;
-	uint32_t n;
+	uint32_t n, live;
 
 	close_group(c, t);
 	if (!t->resid_on && !t->resid_runq)
@@ -456,8 +489,10 @@ static void flush(struct rt_correlator *c, struct rt_thread *t)
 	when.iv = t->rslice;
 	when.n = t->n_rslice;
 	when.dropped = t->rslice_dropped;
-	charge(c, t, owners, n, PIECE_ON, t->resid_on, &when);
-	charge(c, t, owners, n, PIECE_RUNQ, t->resid_runq, NULL);
+	/* both pieces go to the same owners: looked up once */
+	live = t->resid_on > 0 || t->resid_runq > 0 ? live_owners(c, owners, n, reqs) : 0;
+	charge_live(c, t, reqs, live, PIECE_ON, t->resid_on, &when);
+	charge_live(c, t, reqs, live, PIECE_RUNQ, t->resid_runq, NULL);
 	t->resid_on = t->resid_runq = 0;
 	t->n_rslice = t->rslice_dropped = 0;
 }
@@ -615,14 +650,14 @@ static void resume_unwoken(struct rt_correlator *c, struct rt_thread *t)
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev)
 {
 	uint64_t ts = ev->hdr.ts_ns;
-	struct rt_thread *t;
+	struct rt_thread *t, *t_prev, *t_next;
 
 	uint64_t cpu_last = ev->cpu < RT_CORR_CPUS_MAX ? c->cpu_last_switch[ev->cpu] : 0;
 
 	if (ev->cpu < RT_CORR_CPUS_MAX)
 		c->cpu_last_switch[ev->cpu] = ts;
-	prefetch_two(c, ev->prev_tid, ev->next_tid);
-	t = rt_thread_known(c, ev->prev_tid, ev->prev_pid);
+	prefetch_two(c, ev->prev_tid, ev->next_tid, &t_prev, &t_next);
+	t = known(c, t_prev, ev->prev_pid);
 	if (!t && ev->prev_tid && rt_proc_get(c, ev->prev_pid, false))
 		t = rt_thread_get(c, ev->prev_tid, ev->prev_pid, true);
 	if (t) {
@@ -664,7 +699,9 @@ void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *
 			t->run = RT_RUN_BLOCKED;
 		}
 	}
-	t = rt_thread_known(c, ev->next_tid, ev->next_pid);
+	/* the prev side may have dropped a reused tid's thread: look again then */
+	t = t_next && t_next != t_prev ? known(c, t_next, ev->next_pid) :
+					 rt_thread_known(c, ev->next_tid, ev->next_pid);
 	if (!t && ev->next_tid && rt_proc_get(c, ev->next_pid, false))
 		t = rt_thread_get(c, ev->next_tid, ev->next_pid, true);
 	if (t) {
@@ -766,8 +803,8 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	struct rt_thread *t, *w = NULL;
 	struct rt_req *req;
 
-	prefetch_two(c, ev->target_tid, ev->hdr.tid);
-	t = rt_thread_known(c, ev->target_tid, ev->target_pid);
+	prefetch_two(c, ev->target_tid, ev->hdr.tid, &t, &w);
+	t = known(c, t, ev->target_pid);
 	if (!t) {
 		if (!ev->target_tid || !rt_proc_get(c, ev->target_pid, true))
 			return;
@@ -789,10 +826,14 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	t->in_burst = true;
 
 	if (ev->hdr.tid && ev->hdr.tid != ev->target_tid) {
-		w = rt_thread_known(c, ev->hdr.tid, ev->hdr.pid);
+		/* looked up before the target's side, which may have dropped
+		 * only the target's tid: w stands */
+		w = known(c, w, ev->hdr.pid);
 		/* not known as this pid's: a reused tid's stale thread goes */
 		if (!w && rt_proc_get(c, ev->hdr.pid, false))
 			w = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, false);
+	} else {
+		w = NULL; /* woken by itself or by nobody known: no waker */
 	}
 	if (!w) {
 		rt_pool_on_wake(c, t, NULL);

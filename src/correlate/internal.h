@@ -255,6 +255,7 @@ struct rt_thread {
 	/* runqueue pieces a pool thread was charged since its last switch
 	 * record: some were on CPU if its switch-in went unrecorded (pool.c) */
 	struct rt_pool_runq *pool_runq;
+	void *mem; /* the allocation this line-aligned thread lies in (rt_thread_free()) */
 };
 
 #define RT_POOL_RUNQ_MAX 64 /* pieces kept between two switch records */
