@@ -7,17 +7,6 @@
 
 #define MIN_CAP 16
 
-uint64_t rt_hash_u64(uint64_t x)
-{
-	/* splitmix64 finaliser: keys are small sequential ids, spread them */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
-
 uint64_t rt_hash_str(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -49,16 +38,16 @@ static size_t slot_of(const struct rt_hmap *m, uint64_t key)
 	return rt_hash_u64(key) & (m->cap - 1);
 }
 
-void *rt_hmap_get(const struct rt_hmap *m, uint64_t key)
+size_t rt_hmap_pos(const struct rt_hmap *m, uint64_t key)
 {
 	size_t i = slot_of(m, key);
 
 	while (m->slots[i].val) {
 		if (m->slots[i].key == key)
-			return m->slots[i].val;
+			return i;
 		i = (i + 1) & (m->cap - 1);
 	}
-	return NULL;
+	return m->cap;
 }
 
 static int grow(struct rt_hmap *m)

@@ -70,10 +70,14 @@ static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t f
 		free(conn);
 		return NULL;
 	}
-	conn->counted = !rt_hmap_put(&c->conns_of, pid,
-				     (void *)((uintptr_t)rt_hmap_get(&c->conns_of, pid) + 1));
-	if (!conn->counted)
+	conn->pnext = rt_hmap_get(&c->conns_of, pid);
+	conn->counted = !rt_hmap_put(&c->conns_of, pid, conn);
+	if (!conn->counted) {
+		conn->pnext = NULL;
 		c->conns_of_lost = true;
+	} else if (conn->pnext) {
+		conn->pnext->pprev = conn;
+	}
 	return conn;
 }
 
@@ -133,12 +137,15 @@ void rt_conn_free(struct rt_correlator *c, struct rt_conn *conn)
 	if (!conn)
 		return;
 	if (conn->counted) {
-		uintptr_t n = (uintptr_t)rt_hmap_get(&c->conns_of, conn->pid) - 1;
-
-		if (n)
-			rt_hmap_put(&c->conns_of, conn->pid, (void *)n); /* replaces: cannot fail */
+		if (conn->pprev)
+			conn->pprev->pnext = conn->pnext;
+		else if (conn->pnext)
+			rt_hmap_put(&c->conns_of, conn->pid,
+				    conn->pnext); /* replaces: cannot fail */
 		else
 			rt_hmap_del(&c->conns_of, conn->pid);
+		if (conn->pnext)
+			conn->pnext->pprev = conn->pprev;
 	}
 	if (conn->end_key && rt_hmap_get(&c->ends, conn->end_key) == conn)
 		rt_hmap_del(&c->ends, conn->end_key);
@@ -1026,16 +1033,49 @@ void rt_conn_on_close(struct rt_correlator *c, const struct rt_ev_sock_close *ev
 	conn_close(c, conn, ev->hdr.ts_ns, RT_OUTCOME_ABORTED);
 }
 
+struct victim {
+	size_t pos; /* slot in c->conns */
+	struct rt_conn *conn;
+};
+
+static int cmp_victim(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
 void rt_conns_proc_exit(struct rt_correlator *c, uint32_t pid, uint64_t ts)
 {
-	struct rt_conn *victims[256];
+	struct rt_conn *victims[256], *conn;
+	struct victim v[256];
 	size_t pos;
 	uint32_t n, i;
 	uint64_t key;
 	void *val;
 
-	if (!c->conns_of_lost && !rt_hmap_get(&c->conns_of, pid))
-		return; /* none: the walk below would find nothing */
+	if (!c->conns_of_lost) {
+		/*
+		 * Its own list, closed in the order the walk below would close
+		 * them (their slots in c->conns: the spans come out in the same
+		 * order); the walk cost 2.5% of the pipeline with thousands of
+		 * connections open. More than one batch: the walk, as it batches.
+		 */
+		n = 0;
+		for (conn = rt_hmap_get(&c->conns_of, pid); conn && n <= 256; conn = conn->pnext) {
+			if (n < 256) {
+				v[n].conn = conn;
+				v[n].pos = rt_hmap_pos(&c->conns, conn_key(conn->pid, conn->fd));
+			}
+			n++;
+		}
+		if (n <= 256) {
+			qsort(v, n, sizeof(v[0]), cmp_victim);
+			for (i = 0; i < n; i++)
+				conn_close(c, v[i].conn, ts, RT_OUTCOME_SERVER_EXIT);
+			return;
+		}
+	}
 	/* collect then close: the map must not change while we walk it */
 	do {
 		n = 0;

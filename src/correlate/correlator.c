@@ -81,6 +81,7 @@ void rt_proc_drop(struct rt_correlator *c, struct rt_proc *p)
 	if (!p)
 		return;
 	group_unlink(c, p);
+	rt_proc_threads_drop(p);
 	while ((r = p->reqs) != NULL) {
 		p->reqs = r->pnext;
 		r->proc = NULL;
@@ -116,9 +117,30 @@ void rt_req_set_changed(struct rt_correlator *c, const struct rt_req *r)
 		c->procs_ver++;
 }
 
-struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial)
+void rt_reqs_get(struct rt_correlator *c, const uint64_t *serials, uint32_t n, struct rt_req **out,
+		 bool cpu)
 {
-	return serial ? rt_hmap_get(&c->reqs, serial) : NULL;
+	uint32_t i;
+
+	if (n == 1) {
+		out[0] = rt_req_get(c, serials[0]);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		rt_hmap_prefetch(&c->reqs, serials[i]);
+	for (i = 0; i < n; i++) {
+		struct rt_req *r = rt_req_get(c, serials[i]);
+
+		out[i] = r;
+		if (!r)
+			continue;
+		__builtin_prefetch(r, 1);
+		if (cpu) {
+			__builtin_prefetch(&r->span.cpu.on_cpu_ns, 1);
+			__builtin_prefetch(&r->span.cpu.n_threads, 1);
+			__builtin_prefetch(&r->span.cpu.n_slices, 1);
+		}
+	}
 }
 
 struct rt_req *rt_req_by_id(struct rt_correlator *c, const char *id)
@@ -412,7 +434,13 @@ static void engine_call(struct rt_correlator *c, const struct rt_event_hdr *ev)
 	p = rt_proc_get(c, ev->pid, true);
 	if (!p)
 		return;
-	p->engine_pack = true;
+	if (!p->engine_pack) {
+		struct rt_thread *o;
+
+		p->engine_pack = true;
+		for (o = p->threads; o; o = o->tnext)
+			o->proc_pack = true; /* cpu.c reads it there */
+	}
 	t->engine_calls = true;
 }
 
@@ -441,6 +469,48 @@ static bool may_change_spans(uint16_t kind)
 
 /* ---- dispatch ---------------------------------------------------------------- */
 
+static void prefetch_lines(const void *p, unsigned int lines)
+{
+	for (unsigned int i = 0; p && i < lines; i++)
+		__builtin_prefetch((const char *)p + 64 * i, 1);
+}
+
+/*
+ * With thousands of requests in flight each table a record looks up is a
+ * cache miss, and the handlers take them one after another: the process,
+ * the connection, the thread. Loading them all first overlaps the misses
+ * (the switch and wakeup records, which name two threads, do the same in
+ * cpu.c). Only loads: nothing changes here.
+ */
+static void prefetch_for(struct rt_correlator *c, const struct rt_event_hdr *ev)
+{
+	uint64_t conn_key = 0;
+
+	switch (ev->kind) {
+	case RT_EV_SOCK_RECV:
+	case RT_EV_SOCK_SEND:
+		conn_key = ((uint64_t)ev->pid << 32) |
+			   (uint32_t)((const struct rt_ev_sock_io *)ev)->fd;
+		rt_hmap_prefetch(&c->conns, conn_key);
+		break;
+	case RT_EV_MARK_BEGIN:
+	case RT_EV_MARK_END:
+	case RT_EV_MARK_STEP_BEGIN:
+	case RT_EV_MARK_STEP_MEMBER:
+	case RT_EV_MARK_STEP_END:
+	case RT_EV_CUDA_API_ENTER:
+	case RT_EV_CUDA_API_EXIT:
+		break;
+	default:
+		return;
+	}
+	rt_hmap_prefetch(&c->threads, ev->tid);
+	rt_hmap_prefetch(&c->procs, ev->pid);
+	if (conn_key)
+		prefetch_lines(rt_hmap_get(&c->conns, conn_key), 2);
+	prefetch_lines(ev->tid ? rt_hmap_get(&c->threads, ev->tid) : NULL, 3);
+}
+
 void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev, bool late)
 {
 	/* a record shorter than its kind's body is refused (unknown kinds: header) */
@@ -458,6 +528,7 @@ void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev
 	} else if (ev->ts_ns > c->now) {
 		c->now = ev->ts_ns;
 	}
+	prefetch_for(c, ev);
 	if (!late)
 		rt_cpu_on_own_record(c, ev);
 

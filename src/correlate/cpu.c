@@ -21,6 +21,7 @@
  * that until it is charged.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +32,15 @@
 
 enum piece { PIECE_ON, PIECE_RUNQ, PIECE_OFF };
 
+/* the hot head of a thread: what a scheduler record touches, in three lines */
+_Static_assert(offsetof(struct rt_thread, resid_runq) == 64, "rt_thread's first line");
+_Static_assert(offsetof(struct rt_thread, proc) == 128, "rt_thread's second line");
+_Static_assert(offsetof(struct rt_thread, comm_pending) == 192, "rt_thread's third line");
+
 struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t pid, bool create)
 {
 	struct rt_thread *t = rt_hmap_get(&c->threads, tid);
+	void *mem;
 
 	if (t) {
 		if (pid && t->pid != pid) {
@@ -47,17 +54,111 @@ struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t 
 	}
 	if (!create || !tid)
 		return NULL;
-	t = calloc(1, sizeof(*t));
-	if (!t)
+	/*
+	 * Line-aligned: the hot fields at its head are the lines a record
+	 * touches. By hand from calloc(): aligned_alloc() and a memset cost
+	 * twice as much, with threads made and dropped as tids are reused.
+	 */
+	mem = calloc(1, sizeof(*t) + 63);
+	if (!mem)
 		return NULL;
+	t = (struct rt_thread *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+	t->mem = mem;
 	t->tid = tid;
 	t->pid = pid;
 	if (rt_hmap_put(&c->threads, tid, t)) {
 		c->st.dropped_threads++;
-		free(t);
+		free(mem);
 		return NULL;
 	}
 	return t;
+}
+
+static void proc_unlink(struct rt_thread *t)
+{
+	if (!t->proc)
+		return;
+	if (t->tprev)
+		t->tprev->tnext = t->tnext;
+	else
+		t->proc->threads = t->tnext;
+	if (t->tnext)
+		t->tnext->tprev = t->tprev;
+	t->proc = NULL;
+	t->proc_pack = false;
+	t->tnext = t->tprev = NULL;
+}
+
+struct rt_proc *rt_thread_proc(struct rt_correlator *c, struct rt_thread *t)
+{
+	struct rt_proc *p;
+
+	if (t->proc)
+		return t->proc;
+	p = t->pid ? rt_hmap_get(&c->procs, t->pid) : NULL;
+	if (!p)
+		return NULL;
+	t->proc = p;
+	t->proc_pack = p->engine_pack;
+	t->tprev = NULL;
+	t->tnext = p->threads;
+	if (p->threads)
+		p->threads->tprev = t;
+	p->threads = t;
+	return p;
+}
+
+void rt_proc_threads_drop(struct rt_proc *p)
+{
+	while (p->threads)
+		proc_unlink(p->threads);
+}
+
+/*
+ * A record names two threads: load both (their slots, then the head lines
+ * every record touches) before working on either, so that their misses
+ * overlap rather than follow each other.
+ */
+static void prefetch_two(struct rt_correlator *c, uint32_t a, uint32_t b, struct rt_thread **pa,
+			 struct rt_thread **pb)
+{
+	struct rt_thread *ta, *tb;
+
+	rt_hmap_prefetch(&c->threads, a);
+	rt_hmap_prefetch(&c->threads, b);
+	ta = a ? rt_hmap_get(&c->threads, a) : NULL;
+	tb = b ? rt_hmap_get(&c->threads, b) : NULL;
+	if (ta) {
+		__builtin_prefetch(ta, 1);
+		__builtin_prefetch((const char *)ta + 64, 1);
+		__builtin_prefetch((const char *)ta + 128, 1);
+	}
+	if (tb) {
+		__builtin_prefetch(tb, 1);
+		__builtin_prefetch((const char *)tb + 64, 1);
+		__builtin_prefetch((const char *)tb + 128, 1);
+	}
+	*pa = ta;
+	*pb = tb;
+}
+
+/* rt_thread_known() of a thread already looked up (t: c->threads' entry for its tid, or NULL). */
+static struct rt_thread *known(struct rt_correlator *c, struct rt_thread *t, uint32_t pid)
+{
+	if (!t || t->pid != pid)
+		return NULL;
+	return rt_thread_proc(c, t) ? t : NULL;
+}
+
+/*
+ * What `rt_proc_get(c, pid, false) ? rt_thread_get(c, tid, pid, create) :
+ * NULL` finds for a thread that exists, without the process lookup once
+ * the thread holds its process (a scheduler record names two threads,
+ * each with its process: four lookups a record before).
+ */
+struct rt_thread *rt_thread_known(struct rt_correlator *c, uint32_t tid, uint32_t pid)
+{
+	return known(c, tid ? rt_hmap_get(&c->threads, tid) : NULL, pid);
 }
 
 void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
@@ -65,12 +166,13 @@ void rt_thread_free(struct rt_correlator *c, struct rt_thread *t)
 	(void)c;
 	if (!t)
 		return;
+	proc_unlink(t);
 	free(t->step);
 	free(t->step_tok);
 	free(t->served);
 	free(t->grp);
 	free(t->pool_runq);
-	free(t);
+	free(t->mem);
 }
 
 void rt_req_touch(struct rt_req *r, uint32_t tid)
@@ -118,31 +220,45 @@ static bool remove_one(uint64_t *set, uint32_t *n, uint64_t v)
 /* Rule 1: marker claims and the open step. */
 static uint32_t marker_owners(const struct rt_thread *t, uint64_t *out)
 {
-	uint32_t n = 0, i;
+	uint32_t n = 0, claims, i;
 
 	for (i = 0; i < t->n_mark; i++)
 		add_unique(out, &n, OWNERS_MAX, t->mark[i]);
+	claims = n;
+	/*
+	 * A step's members are distinct and never 0 (markers.c and pack.c
+	 * add each once): only a claim can repeat one. Checking each against
+	 * all before it made an engine thread's every piece quadratic in its
+	 * batch. n stays under OWNERS_MAX: 8 claims, 256 members.
+	 */
 	if (t->in_step)
 		for (i = 0; i < t->n_step; i++)
-			add_unique(out, &n, OWNERS_MAX, t->step[i]);
+			if (!has(out, claims, t->step[i]))
+				out[n++] = t->step[i];
 	return n;
 }
 
 /* Rules 2-4: I/O owners, the hand-off, requests served in this burst. */
 static uint32_t burst_owners(const struct rt_thread *t, uint64_t *out)
 {
-	uint32_t n = 0, i;
+	uint32_t n = 0, before, i;
 
+	/*
+	 * served[] and io[] each hold distinct serials, never 0 (served_add(),
+	 * rt_cpu_io_owner()): only across the lists can one repeat.
+	 */
 	/* an engine-message event loop: the requests this burst handled, when it handled any */
-	for (i = 0; t->msg_loop && i < t->n_served; i++)
-		add_unique(out, &n, OWNERS_MAX, t->served[i]);
-	if (n)
-		return n;
-	for (i = 0; i < t->n_io; i++)
-		add_unique(out, &n, OWNERS_MAX, t->io[i]);
+	if (t->msg_loop && t->n_served) {
+		memcpy(out, t->served, t->n_served * sizeof(*out));
+		return t->n_served;
+	}
+	memcpy(out, t->io, t->n_io * sizeof(*out));
+	n = t->n_io;
 	add_unique(out, &n, OWNERS_MAX, t->handoff);
+	before = n;
 	for (i = 0; i < t->n_served; i++)
-		add_unique(out, &n, OWNERS_MAX, t->served[i]);
+		if (!has(out, before, t->served[i]))
+			out[n++] = t->served[i];
 	return n;
 }
 
@@ -214,20 +330,27 @@ struct stretches {
 	uint32_t n, dropped;
 };
 
-static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t *owners, uint32_t n,
-		   enum piece kind, int64_t ns, const struct stretches *when)
+/* The live requests of owners[0..n) into reqs (whose clients have not left); their count. */
+static uint32_t live_owners(struct rt_correlator *c, const uint64_t *owners, uint32_t n,
+			    struct rt_req **reqs)
 {
-	struct rt_req *reqs[OWNERS_MAX];
 	uint32_t i, live = 0;
+
+	rt_reqs_get(c, owners, n, reqs, true);
+	for (i = 0; i < n; i++)
+		if (reqs[i] && !reqs[i]->frozen_ns)
+			reqs[live++] = reqs[i];
+	return live;
+}
+
+/* A piece to the live requests reqs[0..live) (live_owners()), split equally. */
+static void charge_live(struct rt_correlator *c, struct rt_thread *t, struct rt_req *const *reqs,
+			uint32_t live, enum piece kind, int64_t ns, const struct stretches *when)
+{
+	uint32_t i;
 
 	if (ns <= 0)
 		return;
-	for (i = 0; i < n; i++) {
-		struct rt_req *r = rt_req_get(c, owners[i]);
-
-		if (r && !r->frozen_ns)
-			reqs[live++] = r;
-	}
 	if (!live) {
 		if (kind != PIECE_OFF)
 			rt_cpu_unattributed(c, kind == PIECE_ON, ns);
@@ -263,6 +386,16 @@ static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t 
 		if (st && live > 1)
 			st->shared = true;
 	}
+}
+
+static void charge(struct rt_correlator *c, struct rt_thread *t, const uint64_t *owners, uint32_t n,
+		   enum piece kind, int64_t ns, const struct stretches *when)
+{
+	struct rt_req *reqs[OWNERS_MAX];
+
+	if (ns <= 0)
+		return;
+	charge_live(c, t, reqs, live_owners(c, owners, n, reqs), kind, ns, when);
 }
 
 void rt_cpu_unattributed(struct rt_correlator *c, bool on_cpu, int64_t ns)
@@ -336,8 +469,9 @@ static void close_group(struct rt_correlator *c, struct rt_thread *t)
 static void flush(struct rt_correlator *c, struct rt_thread *t)
 {
 	uint64_t owners[OWNERS_MAX];
+	struct rt_req *reqs[OWNERS_MAX];
 	struct stretches when;
-	uint32_t n;
+	uint32_t n, live;
 
 	close_group(c, t);
 	if (!t->resid_on && !t->resid_runq)
@@ -355,8 +489,10 @@ static void flush(struct rt_correlator *c, struct rt_thread *t)
 	when.iv = t->rslice;
 	when.n = t->n_rslice;
 	when.dropped = t->rslice_dropped;
-	charge(c, t, owners, n, PIECE_ON, t->resid_on, &when);
-	charge(c, t, owners, n, PIECE_RUNQ, t->resid_runq, NULL);
+	/* both pieces go to the same owners: looked up once */
+	live = t->resid_on > 0 || t->resid_runq > 0 ? live_owners(c, owners, n, reqs) : 0;
+	charge_live(c, t, reqs, live, PIECE_ON, t->resid_on, &when);
+	charge_live(c, t, reqs, live, PIECE_RUNQ, t->resid_runq, NULL);
 	t->resid_on = t->resid_runq = 0;
 	t->n_rslice = t->rslice_dropped = 0;
 }
@@ -514,68 +650,71 @@ static void resume_unwoken(struct rt_correlator *c, struct rt_thread *t)
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev)
 {
 	uint64_t ts = ev->hdr.ts_ns;
-	struct rt_thread *t;
+	struct rt_thread *t, *t_prev, *t_next;
 
 	uint64_t cpu_last = ev->cpu < RT_CORR_CPUS_MAX ? c->cpu_last_switch[ev->cpu] : 0;
 
 	if (ev->cpu < RT_CORR_CPUS_MAX)
 		c->cpu_last_switch[ev->cpu] = ts;
-	if (ev->prev_tid && rt_proc_get(c, ev->prev_pid, false)) {
+	prefetch_two(c, ev->prev_tid, ev->next_tid, &t_prev, &t_next);
+	t = known(c, t_prev, ev->prev_pid);
+	if (!t && ev->prev_tid && rt_proc_get(c, ev->prev_pid, false))
 		t = rt_thread_get(c, ev->prev_tid, ev->prev_pid, true);
-		if (t) {
-			memcpy(t->comm, ev->prev_comm, RT_COMM_LEN);
-			t->comm[RT_COMM_LEN - 1] = '\0';
-			if (t->run == RT_RUN_RUNNABLE || t->run == RT_RUN_BLOCKED) {
-				/*
-				 * It leaves a CPU we never saw it take: a switch-in went
-				 * unrecorded (seen here: the sandbox's pid 1 threads'
-				 * switch-outs never reach the tracepoint, and now and
-				 * then a switch-in from idle). The kernel's count says
-				 * how long it ran since it last left a CPU: the end of
-				 * the gap. Without it, it can only have come on after
-				 * this CPU's last recorded switch; count it on CPU from
-				 * then, the least runqueue we can.
-				 */
-				uint64_t on = cpu_last, ran;
+	if (t) {
+		memcpy(t->comm, ev->prev_comm, RT_COMM_LEN);
+		t->comm[RT_COMM_LEN - 1] = '\0';
+		if (t->run == RT_RUN_RUNNABLE || t->run == RT_RUN_BLOCKED) {
+			/*
+			 * It leaves a CPU we never saw it take: a switch-in went
+			 * unrecorded (seen here: the sandbox's pid 1 threads'
+			 * switch-outs never reach the tracepoint, and now and
+			 * then a switch-in from idle). The kernel's count says
+			 * how long it ran since it last left a CPU: the end of
+			 * the gap. Without it, it can only have come on after
+			 * this CPU's last recorded switch; count it on CPU from
+			 * then, the least runqueue we can.
+			 */
+			uint64_t on = cpu_last, ran;
 
-				if (t->runtime_out && ev->prev_runtime_ns >= t->runtime_out) {
-					ran = ev->prev_runtime_ns - t->runtime_out;
-					on = ran < ts - t->since ? ts - ran : t->since;
-					/* a pool's time is cut as it runs: what was cut as
-					 * runqueue after it came on is put right (pool.c) */
-					if (ran < ts && ts - ran < t->since)
-						rt_pool_runq_was_on(c, t, ts - ran, t->since);
-				}
-				if (on > t->since && on < ts)
-					rt_cpu_account(c, t, on);
-				on_cpu_unseen(c, t, t->since);
+			if (t->runtime_out && ev->prev_runtime_ns >= t->runtime_out) {
+				ran = ev->prev_runtime_ns - t->runtime_out;
+				on = ran < ts - t->since ? ts - ran : t->since;
+				/* a pool's time is cut as it runs: what was cut as
+				 * runqueue after it came on is put right (pool.c) */
+				if (ran < ts && ts - ran < t->since)
+					rt_pool_runq_was_on(c, t, ts - ran, t->since);
 			}
-			not_run(c, t, ts, ev->prev_runtime_ns);
-			rt_cpu_account(c, t, ts);
-			t->runtime_out = ev->prev_runtime_ns;
-			rt_pool_runq_reset(t);
-			if (ev->prev_state == RT_TASK_RUNNING) {
-				t->run = RT_RUN_RUNNABLE; /* preempted: the burst goes on */
-			} else {
-				end_burst(c, t);
-				t->run = RT_RUN_BLOCKED;
-			}
+			if (on > t->since && on < ts)
+				rt_cpu_account(c, t, on);
+			on_cpu_unseen(c, t, t->since);
+		}
+		not_run(c, t, ts, ev->prev_runtime_ns);
+		rt_cpu_account(c, t, ts);
+		t->runtime_out = ev->prev_runtime_ns;
+		rt_pool_runq_reset(t);
+		if (ev->prev_state == RT_TASK_RUNNING) {
+			t->run = RT_RUN_RUNNABLE; /* preempted: the burst goes on */
+		} else {
+			end_burst(c, t);
+			t->run = RT_RUN_BLOCKED;
 		}
 	}
-	if (ev->next_tid && rt_proc_get(c, ev->next_pid, false)) {
+	/* the prev side may have dropped a reused tid's thread: look again then */
+	t = t_next && t_next != t_prev ? known(c, t_next, ev->next_pid) :
+					 rt_thread_known(c, ev->next_tid, ev->next_pid);
+	if (!t && ev->next_tid && rt_proc_get(c, ev->next_pid, false))
 		t = rt_thread_get(c, ev->next_tid, ev->next_pid, true);
-		if (t) {
-			memcpy(t->comm, ev->next_comm, RT_COMM_LEN);
-			t->comm[RT_COMM_LEN - 1] = '\0';
-			rt_cpu_account(c, t, ts);
-			rt_pool_runq_reset(t);
-			if (t->run == RT_RUN_BLOCKED)
-				resume_unwoken(c, t);
-			t->run = RT_RUN_ONCPU;
-			t->in_burst = true;
-			t->oncpu_ns = ts;
-			t->runtime_in = ev->next_runtime_ns;
-		}
+	if (t) {
+		memcpy(t->comm, ev->next_comm, RT_COMM_LEN);
+		t->comm[RT_COMM_LEN - 1] = '\0';
+		rt_cpu_account(c, t, ts);
+		rt_pool_runq_reset(t);
+		if (t->run == RT_RUN_BLOCKED)
+			resume_unwoken(c, t);
+		t->run = RT_RUN_ONCPU;
+		t->in_burst = true;
+		t->oncpu_ns = ts;
+		t->runtime_in = ev->next_runtime_ns;
 	}
 }
 
@@ -654,8 +793,8 @@ static bool runtime_thread(struct rt_correlator *c, const struct rt_thread *t)
 
 	if (t->engine_calls || t->n_io)
 		return false;
-	p = rt_proc_get(c, t->pid, false);
-	return p && p->engine_pack;
+	p = rt_thread_proc(c, (struct rt_thread *)t);
+	return p && t->proc_pack;
 }
 
 void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *ev)
@@ -664,11 +803,15 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 	struct rt_thread *t, *w = NULL;
 	struct rt_req *req;
 
-	if (!ev->target_tid || !rt_proc_get(c, ev->target_pid, true))
-		return;
-	t = rt_thread_get(c, ev->target_tid, ev->target_pid, true);
-	if (!t)
-		return;
+	prefetch_two(c, ev->target_tid, ev->hdr.tid, &t, &w);
+	t = known(c, t, ev->target_pid);
+	if (!t) {
+		if (!ev->target_tid || !rt_proc_get(c, ev->target_pid, true))
+			return;
+		t = rt_thread_get(c, ev->target_tid, ev->target_pid, true);
+		if (!t)
+			return;
+	}
 	rt_cpu_account(c, t, ts);
 	/*
 	 * The kernel emits sched_waking only for a task in a sleeping state; one
@@ -682,8 +825,16 @@ void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *
 		t->run = RT_RUN_RUNNABLE;
 	t->in_burst = true;
 
-	if (ev->hdr.tid && ev->hdr.tid != ev->target_tid && rt_proc_get(c, ev->hdr.pid, false))
-		w = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, false);
+	if (ev->hdr.tid && ev->hdr.tid != ev->target_tid) {
+		/* looked up before the target's side, which may have dropped
+		 * only the target's tid: w stands */
+		w = known(c, w, ev->hdr.pid);
+		/* not known as this pid's: a reused tid's stale thread goes */
+		if (!w && rt_proc_get(c, ev->hdr.pid, false))
+			w = rt_thread_get(c, ev->hdr.tid, ev->hdr.pid, false);
+	} else {
+		w = NULL; /* woken by itself or by nobody known: no waker */
+	}
 	if (!w) {
 		rt_pool_on_wake(c, t, NULL);
 		return;

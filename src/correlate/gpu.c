@@ -102,10 +102,8 @@ void rt_gpu_split_q(uint64_t q, const struct rt_gpu_who *who, uint32_t *turn, ui
 static struct rt_gpu_acc *acc_of(struct rt_req *r)
 {
 	if (!r->gpu) {
-		r->gpu = calloc(1, sizeof(*r->gpu));
-		if (!r->gpu)
-			r->span.flags |=
-				RT_SPAN_INCOMPLETE; /* this request's GPU view is partial */
+		memset(&r->gpu_acc, 0, sizeof(r->gpu_acc));
+		r->gpu = &r->gpu_acc;
 	}
 	return r->gpu;
 }
@@ -421,6 +419,5 @@ void rt_gpu_finish(struct rt_correlator *c, struct rt_req *r)
 
 void rt_gpu_release(struct rt_req *r)
 {
-	free(r->gpu);
-	r->gpu = NULL;
+	r->gpu = NULL; /* r->gpu_acc, nothing to free */
 }

@@ -127,6 +127,40 @@ static uint64_t hash_serials(const uint64_t *s, uint32_t n)
 	return h;
 }
 
+_Static_assert(RT_GPU_DEV_SNAPS_MAX % 64 == 0, "snap_busy is whole words");
+
+static void snap_busy_set(struct rt_gpu_dev *d, uint32_t idx, bool busy)
+{
+	uint64_t bit = 1ULL << (idx % 64);
+
+	if (busy)
+		d->snap_busy[idx / 64] |= bit;
+	else
+		d->snap_busy[idx / 64] &= ~bit;
+}
+
+/* The first set with no calls at or after `from`, cyclically; RT_GPU_DEV_SNAPS_MAX: none. */
+static uint32_t snap_free_from(const struct rt_gpu_dev *d, uint32_t from)
+{
+	uint32_t k, i;
+
+	for (k = 0; k <= RT_GPU_DEV_SNAPS_MAX / 64; k++) {
+		/* word of from first (bits from it on), the others whole, then its bits before from */
+		uint32_t w = (from / 64 + k) % (RT_GPU_DEV_SNAPS_MAX / 64);
+		uint64_t free_bits = ~d->snap_busy[w];
+
+		if (k == 0)
+			free_bits &= ~0ULL << (from % 64);
+		else if (k == RT_GPU_DEV_SNAPS_MAX / 64)
+			free_bits &= from % 64 ? ~(~0ULL << (from % 64)) : 0;
+		if (free_bits) {
+			i = w * 64 + (uint32_t)__builtin_ctzll(free_bits);
+			return i;
+		}
+	}
+	return RT_GPU_DEV_SNAPS_MAX;
+}
+
 static void snap_put(struct rt_gpu_dev *d, uint32_t snap, uint32_t gen)
 {
 	struct rt_gpu_dev_snap *s;
@@ -134,8 +168,8 @@ static void snap_put(struct rt_gpu_dev *d, uint32_t snap, uint32_t gen)
 	if (!snap)
 		return;
 	s = &d->snaps[snap - 1];
-	if (s->gen == gen && s->refs)
-		s->refs--;
+	if (s->gen == gen && s->refs && !--s->refs)
+		snap_busy_set(d, snap - 1, false);
 }
 
 /* A set holding who's requests and weights, shared with a recent call that had the same. */
@@ -160,21 +194,26 @@ static uint32_t snap_get(struct rt_gpu_dev *d, struct rt_gpu_stats *st,
 		    !memcmp(s->serial, serial, n * sizeof(serial[0])) &&
 		    !memcmp(s->w, who->w, n * sizeof(who->w[0]))) {
 			s->refs++;
+			snap_busy_set(d, d->recent[i] - 1, true);
 			*gen = s->gen;
 			return d->recent[i];
 		}
 	}
-	/* a free slot, else the next one: the calls that named it lose their owners */
-	for (i = 0; i < RT_GPU_DEV_SNAPS_MAX; i++)
-		if (!d->snaps[(d->snap_next + i) % RT_GPU_DEV_SNAPS_MAX].refs)
-			break;
-	idx = (d->snap_next + (i < RT_GPU_DEV_SNAPS_MAX ? i : 0)) % RT_GPU_DEV_SNAPS_MAX;
-	if (i == RT_GPU_DEV_SNAPS_MAX)
+	/*
+	 * The first free slot from snap_next on, else that one: the calls that
+	 * named it lose their owners. Read from the bitmap: reading each
+	 * set's refs was a miss per 3 kB set, up to 256 a DRIVER record.
+	 */
+	idx = snap_free_from(d, d->snap_next);
+	if (idx == RT_GPU_DEV_SNAPS_MAX) {
+		idx = d->snap_next;
 		st->dev_snaps_overwritten++;
+	}
 	d->snap_next = (idx + 1) % RT_GPU_DEV_SNAPS_MAX;
 	s = &d->snaps[idx];
 	s->gen++;
 	s->refs = 1;
+	snap_busy_set(d, idx, true);
 	s->n = n;
 	s->hash = h;
 	s->split = who->split;

@@ -92,6 +92,8 @@ struct rt_gpu_dev {
 	struct rt_gpu_dev_snap snaps[RT_GPU_DEV_SNAPS_MAX];
 	uint32_t recent[RT_GPU_DEV_RECENT]; /* newest owner sets: index + 1 */
 	uint32_t snap_next;
+	/* bit i: snaps[i].refs != 0 (a free slot is found without reading every set) */
+	uint64_t snap_busy[RT_GPU_DEV_SNAPS_MAX / 64];
 	uint32_t turn; /* whose turn it is to get a remainder */
 	struct rt_gpu_busy_dev busy[RT_GPU_BUSY_DEVICES_MAX];
 };

@@ -55,17 +55,19 @@ struct rt_iv {
 struct rt_engine_set;
 
 struct rt_proc {
+	/* what records read first, in one cache line; the names after */
 	uint32_t pid;
 	uint32_t group_id;
-	uint64_t unreadable[RT_UNREADABLE__COUNT];
-	char group[RT_NAME_LEN];
-	char comm[RT_COMM_LEN];
+	bool glinked;
+	bool engine_pack; /* an engine pack's calls came from it: they name its engine threads */
 	uint64_t set_ver; /* group 0: bumped when its requests join or leave an engine set */
 	struct rt_engine_set *eset; /* gpu.c: its engine set, made on its first GPU call */
 	struct rt_req *reqs; /* its requests in flight (rt_req.pnext) */
 	struct rt_proc *gnext, *gprev; /* the other processes of its group (rt_correlator.groups) */
-	bool glinked;
-	bool engine_pack; /* an engine pack's calls came from it: they name its engine threads */
+	struct rt_thread *threads; /* those whose rt_thread.proc is this (rt_thread.tnext) */
+	uint64_t unreadable[RT_UNREADABLE__COUNT];
+	char group[RT_NAME_LEN];
+	char comm[RT_COMM_LEN];
 };
 
 /* slots of rt_correlator.group_ver: groups that share one only invalidate more often */
@@ -79,6 +81,21 @@ enum rt_req_state {
 
 struct rt_req {
 	uint64_t serial;
+	/* what charging a piece of CPU time reads first, next to the serial */
+	bool ended;
+	/* the client left (its read returned 0): nothing is charged to this
+	 * request any more, whatever comes before the request ends */
+	uint64_t frozen_ns;
+	uint32_t n_touched;
+	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
+	uint64_t last_activity;
+	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
+	/* markers: per phase, open interval start (0: closed) */
+	uint64_t mark_open[RT_PHASE__COUNT];
+	uint32_t mark_tid[RT_PHASE__COUNT]; /* thread a marker interval claims */
+	/* where gpu points once used: an allocation of its own was one more
+	 * miss per GPU record and request */
+	struct rt_gpu_acc gpu_acc;
 	uint64_t conn_serial;
 	uint32_t pid;
 	int32_t fd;
@@ -87,13 +104,10 @@ struct rt_req {
 	/* on its process's list; NULL: its process was not known (counted in orphan_reqs) */
 	struct rt_proc *proc;
 	struct rt_req *pnext, *pprev;
-	struct rt_span span;
 
-	uint64_t last_activity;
 	uint64_t resp_first_enter; /* entry of the first response write */
 
-	/* markers: per phase, open interval start (0: closed) and totals */
-	uint64_t mark_open[RT_PHASE__COUNT];
+	/* markers: per phase, totals */
 	int64_t mark_total[RT_PHASE__COUNT];
 	int64_t mark_comm_in[RT_PHASE__COUNT]; /* marker comm wait inside this phase */
 	uint32_t mark_seen; /* bit per phase */
@@ -120,13 +134,7 @@ struct rt_req {
 	int64_t gap_max;
 
 	uint64_t bind_key; /* hash of an engine id bound to this request, 0: none */
-	uint32_t mark_tid[RT_PHASE__COUNT]; /* thread a marker interval claims */
-	bool ended;
-	/* the client left (its read returned 0): nothing is charged to this
-	 * request any more, whatever comes before the request ends */
-	uint64_t frozen_ns;
 
-	struct rt_gpu_acc *gpu; /* GPU work attributed so far (gpu.c), NULL: none */
 	struct rt_req_pack *pack; /* engine pack observations (pack.c), NULL: none */
 	struct rt_req_vllm *vllm; /* vLLM engine requests joined (vllm.c), NULL: none */
 	uint64_t vllm_tried; /* vllm.c: what a join was last tried with (0: never) */
@@ -136,9 +144,8 @@ struct rt_req {
 	 * not its first token; resp_last_exit: exit of the last write seen */
 	bool mid_body;
 	uint64_t resp_last_exit;
-
-	uint32_t touched[RT_REQ_TOUCHED_MAX]; /* tids that may hold time for us */
-	uint32_t n_touched;
+	/* last: its fields are far apart, and the request's own ones above are read more */
+	struct rt_span span;
 };
 
 enum rt_run_state {
@@ -149,26 +156,78 @@ enum rt_run_state {
 };
 
 struct rt_thread {
+	/*
+	 * Fields every scheduler record reads or writes come first, in the
+	 * first three cache lines (threads are allocated line-aligned): with
+	 * thousands of threads in flight each record's thread is a miss, and
+	 * a thread's state was spread over a dozen lines.
+	 */
 	uint32_t tid, pid;
-	char comm[RT_COMM_LEN];
 	enum rt_run_state run;
-	uint64_t since; /* start of the current run state */
 	bool in_burst;
+	bool in_step;
+	/* an event loop that exchanges engine messages (vllm.c): a burst that
+	 * handled requests (messages, socket bytes) is theirs alone, not every
+	 * I/O owner's (docs/spans.md, "vLLM") */
+	bool msg_loop;
+	bool engine_calls; /* it made an engine pack's calls (rule 3 in a packed process) */
+	uint64_t since; /* start of the current run state */
 	/* the current stint on a CPU: when it began and the kernel's runtime
 	 * count then, and that count when it last left a CPU (0: unknown) */
 	uint64_t oncpu_ns, runtime_in, runtime_out;
+	/* on-CPU time of this burst; the hand-off of the last burst if it was
+	 * brief (a lock taken, not work done), for the next wakeup */
+	int64_t burst_on;
+	/* burst time not under markers, charged to the burst's owners when the
+	 * burst ends (or a request it holds time for ends) */
+	int64_t resid_on;
+
+	int64_t resid_runq;
+	/* rule 3: the request handed over by the wakeup that began this burst */
+	uint64_t handoff;
+	uint64_t brief_handoff;
+	char comm[RT_COMM_LEN];
+	uint32_t n_io; /* io[] below */
+	uint32_t n_mark; /* mark[] below */
+	uint32_t n_served; /* served[] below */
+	uint32_t n_rslice; /* rslice[] below */
+	uint32_t n_grp; /* grp[] below */
+	uint32_t n_pool_runq; /* pool_runq[] below */
+
+	/* its process while in c->procs, NULL: not looked up yet (rt_thread_proc()) */
+	struct rt_proc *proc;
+	struct rt_thread *tnext, *tprev; /* the other threads of proc (rt_proc.threads) */
+	/*
+	 * Compute pools (pool.c, docs/spans.md "Compute pools"). A pool thread
+	 * is linked to the engine thread whose work it does (pool_link): for
+	 * its life when that thread created it during a step or a parallel
+	 * region, for one burst when it woke it then.
+	 */
+	bool pool_life; /* born of engine work: linked while it lives */
+	bool pool_burst; /* this burst was started by engine work */
+	bool pool_listed; /* in rt_correlator.pool_tids */
+	/* proc's engine_pack, kept here: the process is one more miss a wakeup */
+	bool proc_pack;
+	/* parallel regions (RT_PACK_REGION) this thread is inside; seen any */
+	bool region_seen;
+	uint32_t region_depth;
+	uint32_t pool_link; /* tid of the engine thread, 0: none */
+	uint32_t brief_pool; /* pool_link of the last burst if it was brief (a lock) */
+	uint32_t n_step; /* step[] below */
+	uint32_t served_cap, rslice_dropped, grp_dropped;
+
+	/* comm wait (blocked peer reads) held until the thread next serves */
+	int64_t comm_pending;
 
 	/* rule 2: persistent owners through I/O */
 	uint64_t io[RT_THREAD_OWNERS_MAX];
-	uint32_t n_io;
+	/* rule 4: requests served in this burst, up to RT_THREAD_SERVED_MAX */
+	uint64_t *served;
 	/* rule 1: markers */
 	uint64_t mark[RT_THREAD_MARK_MAX];
 	uint8_t mark_phase[RT_THREAD_MARK_MAX];
-	uint32_t n_mark;
 	uint64_t step_id;
 	uint64_t *step; /* members of the open step, RT_STEP_MEMBERS_MAX slots */
-	uint32_t n_step;
-	bool in_step;
 	/* tokens each member of the open step advanced (STEP_TOKENS records),
 	 * parallel to step[]; usable when every member got its count */
 	uint32_t *step_tok;
@@ -176,20 +235,6 @@ struct rt_thread {
 	uint8_t step_src; /* enum rt_step_src of the open step */
 	uint32_t step_last_index; /* the last STEP_MEMBER's list index ... */
 	int32_t step_last_slot; /* ... and its slot in step[], -1: not kept */
-	/* rule 3: the request handed over by the wakeup that began this burst */
-	uint64_t handoff;
-	/* on-CPU time of this burst; the hand-off of the last burst if it was
-	 * brief (a lock taken, not work done), for the next wakeup */
-	int64_t burst_on;
-	uint64_t brief_handoff;
-	/* rule 4: requests served in this burst, up to RT_THREAD_SERVED_MAX */
-	uint64_t *served;
-	uint32_t n_served, served_cap;
-	/* an event loop that exchanges engine messages (vllm.c): a burst that
-	 * handled requests (messages, socket bytes) is theirs alone, not every
-	 * I/O owner's (docs/spans.md, "vLLM") */
-	bool msg_loop;
-	bool engine_calls; /* it made an engine pack's calls (rule 3 in a packed process) */
 	/*
 	 * An engine-message loop's burst, cut at the events that name
 	 * requests (docs/spans.md, "vLLM"): the group of the last event (its
@@ -199,39 +244,18 @@ struct rt_thread {
 	uint64_t grp_ts;
 	bool grp_reads;
 	uint64_t *grp; /* RT_THREAD_SERVED_MAX slots, made on first use */
-	uint32_t n_grp, grp_dropped;
 	int64_t grp_carry;
 	uint64_t carry_from, carry_to;
-	/* burst time not under markers, charged to the burst's owners when the
-	 * burst ends (or a request it holds time for ends) */
-	int64_t resid_on, resid_runq;
 	/* when resid_on ran: its on-CPU stretches, for the owners' slices */
 	struct rt_iv rslice[RT_THREAD_SLICES_MAX];
-	uint32_t n_rslice, rslice_dropped;
-	/* comm wait (blocked peer reads) held until the thread next serves */
-	int64_t comm_pending;
 	uint64_t comm_group;
 	bool comm_served;
 	struct rt_iv comm_iv[RT_THREAD_COMM_IV_MAX]; /* the pieces of comm_pending */
 	uint32_t n_comm_iv, comm_iv_dropped;
-	/*
-	 * Compute pools (pool.c, docs/spans.md "Compute pools"). A pool thread
-	 * is linked to the engine thread whose work it does (pool_link): for
-	 * its life when that thread created it during a step or a parallel
-	 * region, for one burst when it woke it then.
-	 */
-	uint32_t pool_link; /* tid of the engine thread, 0: none */
-	bool pool_life; /* born of engine work: linked while it lives */
-	bool pool_burst; /* this burst was started by engine work */
-	bool pool_listed; /* in rt_correlator.pool_tids */
-	uint32_t brief_pool; /* pool_link of the last burst if it was brief (a lock) */
-	/* parallel regions (RT_PACK_REGION) this thread is inside; seen any */
-	uint32_t region_depth;
-	bool region_seen;
 	/* runqueue pieces a pool thread was charged since its last switch
 	 * record: some were on CPU if its switch-in went unrecorded (pool.c) */
 	struct rt_pool_runq *pool_runq;
-	uint32_t n_pool_runq;
+	void *mem; /* the allocation this line-aligned thread lies in (rt_thread_free()) */
 };
 
 #define RT_POOL_RUNQ_MAX 64 /* pieces kept between two switch records */
@@ -261,7 +285,8 @@ struct rt_conn {
 	uint32_t pid;
 	int32_t fd;
 	bool predates; /* first seen by its I/O: the parser joined mid-stream */
-	bool counted; /* in rt_correlator.conns_of */
+	bool counted; /* on its process's list in rt_correlator.conns_of */
+	struct rt_conn *pnext, *pprev; /* that list */
 	bool rx_seen; /* a read of it returned bytes */
 	struct rt_arrival arrival;
 	uint64_t established_ns; /* handshake completed (ARRIVAL), 0: unknown */
@@ -352,8 +377,8 @@ struct rt_correlator {
 	struct rt_hmap groups;
 	uint64_t orphan_reqs;
 	bool groups_lost;
-	/* pid → its connections in c->conns (a count, as a pointer): a process
-	 * exit finds nothing to close without scanning every connection */
+	/* pid → its first connection in c->conns (rt_conn.pnext): a process
+	 * exit closes its own without scanning every connection */
 	struct rt_hmap conns_of;
 	bool conns_of_lost;
 
@@ -370,7 +395,17 @@ struct rt_correlator {
 
 /* correlator.c */
 struct rt_proc *rt_proc_get(struct rt_correlator *c, uint32_t pid, bool create);
-struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial);
+static inline struct rt_req *rt_req_get(struct rt_correlator *c, uint64_t serial)
+{
+	return serial ? (struct rt_req *)rt_hmap_get(&c->reqs, serial) : NULL;
+}
+/*
+ * rt_req_get() of serials[0..n) into out, the lookups overlapped: the
+ * slots are loaded first, then each request's head (and with cpu, its
+ * span's CPU counters), so that n misses cost about one.
+ */
+void rt_reqs_get(struct rt_correlator *c, const uint64_t *serials, uint32_t n, struct rt_req **out,
+		 bool cpu);
 struct rt_req *rt_req_by_id(struct rt_correlator *c, const char *id);
 struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_t start_ns);
 void rt_req_set_id(struct rt_correlator *c, struct rt_req *r, const char *id);
@@ -407,6 +442,12 @@ void rt_cut_close(struct rt_conn *conn);
 /* cpu.c */
 struct rt_thread *rt_thread_get(struct rt_correlator *c, uint32_t tid, uint32_t pid, bool create);
 void rt_thread_free(struct rt_correlator *c, struct rt_thread *t);
+/* t's process if known (in c->procs), else NULL; kept on t until the process leaves */
+struct rt_proc *rt_thread_proc(struct rt_correlator *c, struct rt_thread *t);
+/* The thread tid of pid when both are known (no lookup of the process once t holds it), else NULL. */
+struct rt_thread *rt_thread_known(struct rt_correlator *c, uint32_t tid, uint32_t pid);
+/* p leaves c->procs: its threads forget it. */
+void rt_proc_threads_drop(struct rt_proc *p);
 void rt_cpu_on_switch(struct rt_correlator *c, const struct rt_ev_sched_switch *ev);
 void rt_cpu_on_waking(struct rt_correlator *c, const struct rt_ev_sched_waking *ev);
 /* Rule 1 claims t for serial (after accounting up to the claim). */
@@ -495,7 +536,7 @@ uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev,
  * turn (*turn), so the shares sum to q.
  */
 void rt_gpu_split_q(uint64_t q, const struct rt_gpu_who *who, uint32_t *turn, uint64_t *out);
-/* r's GPU accumulator, made on first use; NULL (r flagged incomplete) without memory. */
+/* r's GPU accumulator (r->gpu_acc), cleared on first use; never NULL. */
 struct rt_gpu_acc *rt_gpu_acc_of(struct rt_req *r);
 
 /* working.c: who the engine is working for (docs/spans.md) */

@@ -150,11 +150,15 @@ static bool queued(const struct rt_req *r)
 uint32_t rt_work_resolve(struct rt_correlator *c, const uint64_t *ids, uint32_t n,
 			 struct rt_gpu_who *who, bool skip_queued)
 {
+	struct rt_req *reqs[RT_GPU_SHARE_MAX];
 	uint32_t i;
 
 	who->n = 0;
+	if (n > RT_GPU_SHARE_MAX)
+		n = RT_GPU_SHARE_MAX; /* who holds no more */
+	rt_reqs_get(c, ids, n, reqs, false);
 	for (i = 0; i < n; i++) {
-		struct rt_req *r = rt_req_get(c, ids[i]);
+		struct rt_req *r = reqs[i];
 
 		if (r && !r->ended && !(skip_queued && queued(r))) {
 			who->req[who->n] = r;

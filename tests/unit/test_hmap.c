@@ -114,6 +114,34 @@ static bool is_odd(const void *val, void *ctx)
 	return (uintptr_t)val & 1;
 }
 
+/* rt_hmap_pos() orders entries as rt_hmap_next() walks them */
+static void test_pos_is_walk_order(void **state)
+{
+	struct rt_hmap m;
+	size_t pos = 0, last = 0;
+	uintptr_t i;
+	uint64_t key;
+	bool first = true;
+
+	(void)state;
+	assert_int_equal(rt_hmap_init(&m, 1000), 0);
+	for (i = 1; i <= 300; i++)
+		assert_int_equal(rt_hmap_put(&m, i * 13, (void *)i), 0);
+	for (i = 1; i <= 300; i += 3)
+		assert_non_null(rt_hmap_del(&m, i * 13));
+	while ((pos = rt_hmap_next(&m, pos, &key, NULL)) != 0) {
+		size_t p = rt_hmap_pos(&m, key);
+
+		assert_int_equal(p, pos - 1);
+		assert_true(first || p > last);
+		last = p;
+		first = false;
+	}
+	assert_int_equal(rt_hmap_pos(&m, 13), m.cap); /* deleted */
+	assert_int_equal(rt_hmap_pos(&m, 7), m.cap); /* never there */
+	rt_hmap_fini(&m);
+}
+
 static void count_gone(void *val, void *ctx)
 {
 	(void)val;
@@ -151,6 +179,7 @@ int main(void)
 		cmocka_unit_test(test_random_against_array),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_del_if),
+		cmocka_unit_test(test_pos_is_walk_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
