@@ -511,6 +511,55 @@ static void prefetch_for(struct rt_correlator *c, const struct rt_event_hdr *ev)
 	prefetch_lines(ev->tid ? rt_hmap_get(&c->threads, ev->tid) : NULL, 3);
 }
 
+void rt_correlator__prefetch(const struct rt_correlator *c, const struct rt_event_hdr *ev,
+			     bool deep)
+{
+	uint32_t a = ev->tid, b = 0;
+	uint64_t conn_key = 0;
+
+	if (ev->size < rt_event_min_size(ev->kind))
+		return;
+	switch (ev->kind) {
+	case RT_EV_SCHED_SWITCH:
+		a = ((const struct rt_ev_sched_switch *)ev)->prev_tid;
+		b = ((const struct rt_ev_sched_switch *)ev)->next_tid;
+		break;
+	case RT_EV_SCHED_WAKING:
+		b = ((const struct rt_ev_sched_waking *)ev)->target_tid;
+		break;
+	case RT_EV_SOCK_RECV:
+	case RT_EV_SOCK_SEND:
+		conn_key = ((uint64_t)ev->pid << 32) |
+			   (uint32_t)((const struct rt_ev_sock_io *)ev)->fd;
+		break;
+	case RT_EV_MARK_BEGIN:
+	case RT_EV_MARK_END:
+	case RT_EV_MARK_STEP_BEGIN:
+	case RT_EV_MARK_STEP_MEMBER:
+	case RT_EV_MARK_STEP_END:
+	case RT_EV_CUDA_API_ENTER:
+	case RT_EV_CUDA_API_EXIT:
+		break;
+	default:
+		return;
+	}
+	if (!deep) {
+		if (a)
+			rt_hmap_prefetch(&c->threads, a);
+		if (b)
+			rt_hmap_prefetch(&c->threads, b);
+		rt_hmap_prefetch(&c->procs, ev->pid);
+		if (conn_key)
+			rt_hmap_prefetch(&c->conns, conn_key);
+		return;
+	}
+	prefetch_lines(a ? rt_hmap_get(&c->threads, a) : NULL, 3);
+	prefetch_lines(b ? rt_hmap_get(&c->threads, b) : NULL, 3);
+	prefetch_lines(rt_hmap_get(&c->procs, ev->pid), 1);
+	if (conn_key)
+		prefetch_lines(rt_hmap_get(&c->conns, conn_key), 2);
+}
+
 void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev, bool late)
 {
 	/* a record shorter than its kind's body is refused (unknown kinds: header) */

@@ -782,3 +782,10 @@ void rt_merge__stats(const struct rt_merge *m, struct rt_merge_stats *st)
 	st->pending_bytes =
 		(__u64)(m->n_chunks - m->n_pool - (m->bump && !m->bump->used)) * CHUNK_SIZE;
 }
+
+const struct rt_event_hdr *rt_merge__ahead(const struct rt_merge *m, unsigned int k)
+{
+	size_t i = m->cur_i - 1 + k;
+
+	return m->cur_open && m->cur_i && i < m->cur_n ? m->cur[i].rec : NULL;
+}

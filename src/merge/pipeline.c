@@ -9,10 +9,28 @@ struct rt_pipeline {
 	struct rt_correlator *corr;
 };
 
+/*
+ * With thousands of requests in flight each record's state (its threads,
+ * process, connection) is a cache miss. The merge knows the next records:
+ * their hash slots start loading four ahead and the entries two ahead, so
+ * that the handler finds them in cache.
+ */
+#define AHEAD_SLOTS 4
+#define AHEAD_ENTRIES 2
+
 static int to_correlator(const struct rt_event_hdr *ev, unsigned int flags, void *ctx)
 {
 	struct rt_pipeline *p = ctx;
+	const struct rt_event_hdr *next;
 
+	if (!(flags & RT_MERGE_LATE)) {
+		next = rt_merge__ahead(p->merge, AHEAD_SLOTS);
+		if (next)
+			rt_correlator__prefetch(p->corr, next, false);
+		next = rt_merge__ahead(p->merge, AHEAD_ENTRIES);
+		if (next)
+			rt_correlator__prefetch(p->corr, next, true);
+	}
 	rt_correlator__event(p->corr, ev, flags & RT_MERGE_LATE);
 	return 0;
 }

@@ -92,6 +92,14 @@ void rt_correlator__free(struct rt_correlator *c);
 
 /* One record, in merge order; late = the merge flagged it late. */
 void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev, bool late);
+/*
+ * A hint that ev will be handed over soon: start loading what its handler
+ * reads first. !deep: the hash slots of its threads, process and
+ * connection (ev a few records ahead); deep: the entries those slots point
+ * to (ev nearer, its slots loaded by now). Only loads: changes nothing.
+ */
+void rt_correlator__prefetch(const struct rt_correlator *c, const struct rt_event_hdr *ev,
+			     bool deep);
 
 /* Everything before horizon_ns has been delivered: time out idle requests. */
 void rt_correlator__advance(struct rt_correlator *c, uint64_t horizon_ns);

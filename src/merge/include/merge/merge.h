@@ -126,4 +126,12 @@ __u64 rt_merge__horizon(const struct rt_merge *m);
 
 void rt_merge__stats(const struct rt_merge *m, struct rt_merge_stats *st);
 
+/*
+ * From a drain's callback: the record k places after the one being
+ * released, when the merge already knows it (the same time bucket), else
+ * NULL. A look-ahead for prefetching; the order may still change (a record
+ * of the heap or a later push can come first), so it is only a hint.
+ */
+const struct rt_event_hdr *rt_merge__ahead(const struct rt_merge *m, unsigned int k);
+
 #endif /* RT_MERGE_H */
