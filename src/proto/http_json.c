@@ -5,8 +5,8 @@
  * server reported (usage, llama.cpp timings). Only names and numbers leave
  * this file, never text.
  *
- * A whole text is read by json_walk.c (no tree, no allocation), checked to
- * be shallow first. When only a head and a tail of a text were kept (a large
+ * A whole text is read by json_walk.c (no tree, no allocation), which
+ * refuses texts nested deeper than RT_HTTP_JSON_DEPTH_MAX. When only a head and a tail of a text were kept (a large
  * event, a gap), nothing parses as a whole; "usage" and "timings" objects
  * are then cut out and parsed on their own with cJSON (servers such as
  * llama.cpp put timings at the end of a large final event), and content
@@ -14,40 +14,13 @@
  */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_int.h"
 
 #define TOKENS_MAX 1e15 /* beyond any real count; keeps the int64 conversion defined */
-
-/* Nesting depth of [ and { outside strings stays within max. */
-static bool depth_ok(const char *s, size_t n, int max)
-{
-	bool in_str = false, esc = false;
-	int depth = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (in_str) {
-			if (esc)
-				esc = false;
-			else if (c == '\\')
-				esc = true;
-			else if (c == '"')
-				in_str = false;
-		} else if (c == '"') {
-			in_str = true;
-		} else if (c == '{' || c == '[') {
-			if (++depth > max)
-				return false;
-		} else if (c == '}' || c == ']') {
-			depth--;
-		}
-	}
-	return true;
-}
 
 static bool number_value(const cJSON *it, double *v)
 {
@@ -312,7 +285,8 @@ static void scan(const char *s, size_t n, struct rt_http_json_facts *f)
 
 void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_http_json_facts *f)
 {
-	memset(f, 0, sizeof(*f));
+	/* reported[] counts from 0: only its first n_reported entries are ever read */
+	memset(f, 0, offsetof(struct rt_http_json_facts, reported));
 	f->tokens_out = -1;
 	f->id_slot = -1;
 	if (!text || !len)
@@ -323,7 +297,6 @@ void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_ht
 		scan_id_slot(text, len, f);
 		return;
 	}
-	if (!depth_ok(text, len, RT_HTTP_JSON_DEPTH_MAX))
-		return;
+	/* the walk refuses texts nested deeper than RT_HTTP_JSON_DEPTH_MAX */
 	(void)rt_json_walk_facts(text, len, f);
 }

@@ -283,7 +283,7 @@ static void on_complete(void *w, bool incomplete, bool guessed)
 		done.id_slot = f.id_slot;
 		memcpy(done.response_id, f.response_id, sizeof(done.response_id));
 		done.n_reported = f.n_reported;
-		memcpy(done.reported, f.reported, sizeof(done.reported));
+		memcpy(done.reported, f.reported, f.n_reported * sizeof(f.reported[0]));
 	}
 	if (p->cb->on_complete)
 		p->cb->on_complete(p->ctx, &done);

@@ -28,6 +28,7 @@ struct jw {
 	const unsigned char *s;
 	size_t n;
 	size_t i;
+	int depth; /* containers open; beyond RT_HTTP_JSON_DEPTH_MAX the text is refused */
 };
 
 static void ws(struct jw *p)
@@ -88,32 +89,42 @@ static size_t utf8(unsigned long cp, unsigned char *out)
  */
 static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 {
-	const unsigned char *s = p->s;
+	const unsigned char *s = p->s, *q;
 	size_t end = p->i + 1, k, out = 0;
 	bool cut = false, escaped = false;
 
 	if (p->i >= p->n || s[p->i] != '"')
 		return false;
-	while (end < p->n && s[end] != '"') {
-		if (s[end] == '\\') {
-			if (end + 1 >= p->n)
-				return false;
-			escaped = true;
+	/* most strings hold no backslash: the first quote ends them */
+	q = memchr(s + end, '"', p->n - end);
+	if (q && !memchr(s + end, '\\', (size_t)(q - (s + end)))) {
+		end = (size_t)(q - s);
+	} else {
+		while (end < p->n && s[end] != '"') {
+			if (s[end] == '\\') {
+				if (end + 1 >= p->n)
+					return false;
+				escaped = true;
+				end++;
+			}
 			end++;
 		}
-		end++;
+		if (end >= p->n)
+			return false;
 	}
-	if (end >= p->n)
-		return false;
+	if (!escaped && !cap) {
+		/* a value nobody reads: only whether it is empty as a C string */
+		*len = end > p->i + 1 && s[p->i + 1] ? 1 : 0;
+		p->i = end + 1;
+		return true;
+	}
 	if (!escaped) {
 		/* most strings: nothing to unescape, only where a NUL cuts it */
 		const unsigned char *z = memchr(s + p->i + 1, 0, end - p->i - 1);
 
 		out = (z ? (size_t)(z - s) : end) - p->i - 1;
-		if (cap) {
-			memcpy(buf, s + p->i + 1, out < cap ? out : cap - 1);
-			buf[out < cap ? out : cap - 1] = '\0';
-		}
+		memcpy(buf, s + p->i + 1, out < cap ? out : cap - 1);
+		buf[out < cap ? out : cap - 1] = '\0';
 		*len = out <= cap ? out : cap + 1;
 		p->i = end + 1;
 		return true;
@@ -190,14 +201,36 @@ static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 	return true;
 }
 
+static bool num_char(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' || c == 'E' || c == '.';
+}
+
 static bool number(struct jw *p, double *v)
 {
 	char small[64], *num = small;
-	size_t l = 0;
+	size_t l = 0, d;
 	char *after;
 
-	while (p->i + l < p->n && p->s[p->i + l] && strchr("0123456789+-eE.", p->s[p->i + l]))
+	while (p->i + l < p->n && num_char(p->s[p->i + l]))
 		l++;
+	/*
+	 * Most numbers are plain integers: strtod reads all of such a run, and
+	 * up to 15 digits it is exact, so the value is computed here.
+	 */
+	d = l && p->s[p->i] == '-';
+	if (l > d && l - d <= 15) {
+		double x = 0;
+		size_t k;
+
+		for (k = d; k < l && p->s[p->i + k] >= '0' && p->s[p->i + k] <= '9'; k++)
+			x = x * 10 + (p->s[p->i + k] - '0');
+		if (k == l) {
+			*v = d ? -x : x;
+			p->i += l;
+			return true;
+		}
+	}
 	/* Debian's cJSON reads the whole run (its CVE-2023-26819 fix), not 63 */
 	if (l >= sizeof(small)) {
 		num = malloc(l + 1);
@@ -228,10 +261,13 @@ static bool value(struct jw *p);
 
 static bool array(struct jw *p)
 {
+	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+		return false;
 	p->i++;
 	ws(p);
 	if (p->i < p->n && p->s[p->i] == ']') {
 		p->i++;
+		p->depth--;
 		return true;
 	}
 	for (;;) {
@@ -248,6 +284,7 @@ static bool array(struct jw *p)
 	if (p->i >= p->n || p->s[p->i] != ']')
 		return false;
 	p->i++;
+	p->depth--;
 	return true;
 }
 
@@ -260,10 +297,13 @@ static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_
 	char key[24];
 	size_t kl;
 
+	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+		return false;
 	p->i++;
 	ws(p);
 	if (p->i < p->n && p->s[p->i] == '}') {
 		p->i++;
+		p->depth--;
 		return true;
 	}
 	for (;;) {
@@ -275,8 +315,9 @@ static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_
 			return false;
 		p->i++;
 		ws(p);
-		for (size_t k = 0; k < n_names; k++) {
-			if (!at[k] && kl < sizeof(key) && !strcmp(key, names[k])) {
+		/* the first byte tells most names apart: few calls to strcmp */
+		for (size_t k = 0; k < n_names && kl < sizeof(key); k++) {
+			if (!at[k] && key[0] == names[k][0] && !strcmp(key, names[k])) {
 				at[k] = p->i;
 				break;
 			}
@@ -293,6 +334,7 @@ static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_
 	if (p->i >= p->n || p->s[p->i] != '}')
 		return false;
 	p->i++;
+	p->depth--;
 	return true;
 }
 
@@ -323,6 +365,39 @@ static bool value(struct jw *p)
 	}
 }
 
+/*
+ * The bytes after the value (cJSON ignores them) nest no deeper than the
+ * bound either, as the whole-text check this walk replaced required: it
+ * counted brackets outside strings over the whole text, and within a
+ * value that parsed, that count is the walk's own depth.
+ */
+static bool trailing_ok(const struct jw *p)
+{
+	bool in_str = false, esc = false;
+	int depth = 0;
+
+	for (size_t i = p->i; i < p->n; i++) {
+		unsigned char c = p->s[i];
+
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (c == '\\')
+				esc = true;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			if (++depth > RT_HTTP_JSON_DEPTH_MAX)
+				return false;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+	return true;
+}
+
 /* ---- the second pass: values of a text the first pass accepted ----------- */
 
 static char kind_at(const struct jw *t, size_t at)
@@ -333,7 +408,7 @@ static char kind_at(const struct jw *t, size_t at)
 /* the value of the first member `name` of the object at `at`, 0 if none */
 static size_t member(const struct jw *t, size_t at, const char *name)
 {
-	struct jw p = { t->s, t->n, at };
+	struct jw p = { t->s, t->n, at, 0 };
 	const char *names[1] = { name };
 	size_t found = 0;
 
@@ -345,7 +420,7 @@ static size_t member(const struct jw *t, size_t at, const char *name)
 
 static bool nonempty_string(const struct jw *t, size_t at)
 {
-	struct jw p = { t->s, t->n, at };
+	struct jw p = { t->s, t->n, at, 0 };
 	char c[1];
 	size_t l;
 
@@ -354,7 +429,7 @@ static bool nonempty_string(const struct jw *t, size_t at)
 
 static bool number_at(const struct jw *t, size_t at, double *v)
 {
-	struct jw p = { t->s, t->n, at };
+	struct jw p = { t->s, t->n, at, 0 };
 	char c = kind_at(t, at);
 
 	if (!(c == '-' || (c >= '0' && c <= '9')))
@@ -373,7 +448,7 @@ static void set_tokens_at(const struct jw *t, size_t at, struct rt_http_json_fac
 /* every numeric member of the object at `at`, as "prefix.name" */
 static void numbers(const struct jw *t, size_t at, const char *prefix, struct rt_http_json_facts *f)
 {
-	struct jw p = { t->s, t->n, at + 1 };
+	struct jw p = { t->s, t->n, at + 1, 0 };
 	char name[RT_HTTP_REPORTED_NAME_MAX + 1];
 	size_t nl;
 	double v;
@@ -401,7 +476,7 @@ static void numbers(const struct jw *t, size_t at, const char *prefix, struct rt
 
 static void choices(const struct jw *t, size_t at, struct rt_http_json_facts *f)
 {
-	struct jw p = { t->s, t->n, at + 1 };
+	struct jw p = { t->s, t->n, at + 1, 0 };
 
 	f->text_shape = true;
 	ws(&p);
@@ -440,7 +515,7 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 		"id",	   "choices",	       "content",	   "usage",
 		"timings", "tokens_predicted", "tokens_evaluated", "id_slot"
 	};
-	struct jw t = { (const unsigned char *)text, len, 0 };
+	struct jw t = { (const unsigned char *)text, len, 0, 0 };
 	size_t at[M__N] = { 0 };
 	double v;
 
@@ -449,13 +524,16 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 	ws(&t);
 	if (t.i >= t.n)
 		return false;
-	if (t.s[t.i] != '{')
-		return f->parsed = value(&t);
-	if (!object(&t, names, at, M__N))
+	if (t.s[t.i] != '{') {
+		if (!value(&t) || !trailing_ok(&t))
+			return false;
+		return f->parsed = true;
+	}
+	if (!object(&t, names, at, M__N) || !trailing_ok(&t))
 		return false;
 	f->parsed = true;
 	if (kind_at(&t, at[M_ID]) == '"') {
-		struct jw p = { t.s, t.n, at[M_ID] };
+		struct jw p = { t.s, t.n, at[M_ID], 0 };
 		char id[RT_HTTP_RESPONSE_ID_MAX];
 		size_t l;
 		bool ok = true;
