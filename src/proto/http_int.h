@@ -65,7 +65,12 @@ void rt_keepbuf_release(struct rt_keepbuf *kb);
 /* ---- small helpers ----------------------------------------------------- */
 
 /* RFC 9110 tchar. */
-bool rt_http_is_tchar(uint8_t c);
+extern const uint8_t rt_http_tchar[256];
+
+static inline bool rt_http_is_tchar(uint8_t c)
+{
+	return rt_http_tchar[c];
+}
 /* Case-insensitive equality of s[0..n) and the NUL-terminated lowercase lit. */
 bool rt_http_ieq(const char *s, size_t n, const char *lit);
 /* Decimal digits only, no sign, no overflow; 0 or -EINVAL / -ERANGE. */
