@@ -57,7 +57,8 @@ static void log_reported(struct log *l, uint32_t n, const struct rt_http_reporte
 
 static void log_req(struct log *l, const char *what, const struct rt_http_req_info *i)
 {
-	logf_(l, "%s %s %s rid=%s tid=%s psid=%s ct=%s ua=%s cl=%llu ch=%d ka=%d ec=%d inc=%d g=%d\n",
+	logf_(l,
+	      "%s %s %s rid=%s tid=%s psid=%s ct=%s ua=%s cl=%llu ch=%d ka=%d ec=%d inc=%d g=%d\n",
 	      what, i->method, i->path, i->request_id, i->trace_id, i->parent_span_id,
 	      i->content_type, i->user_agent, (unsigned long long)i->content_length, i->chunked,
 	      i->keep_alive, i->expect_continue, i->incomplete, i->guessed);
@@ -102,7 +103,8 @@ static void resp_begin(void *ctx)
 static void resp_headers(void *ctx, const struct rt_http_resp_info *i)
 {
 	logf_(ctx, "headers %d ch=%d sse=%d json=%d close=%d nb=%d cl=%llu", i->status, i->chunked,
-	      i->sse, i->json, i->close_delimited, i->no_body, (unsigned long long)i->content_length);
+	      i->sse, i->json, i->close_delimited, i->no_body,
+	      (unsigned long long)i->content_length);
 	log_reported(ctx, i->n_reported, i->reported);
 	logf_(ctx, "\n");
 }
