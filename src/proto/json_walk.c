@@ -288,11 +288,23 @@ static bool array(struct jw *p)
 	return true;
 }
 
+/* The top level's first "choices" array, read as the walk validates it. */
+struct choices_hook {
+	size_t k; /* its index in names */
+	bool seen; /* it was an array, and content tells what it holds */
+	bool content;
+};
+
+static bool choices_walk(struct jw *p, bool *content);
+
 /*
  * An object at p->i. With names, the offset of the value of the first
  * member called names[k] goes to at[k] (0: none; a value is never at 0).
+ * With hook, the first member called names[hook->k], when an array, is
+ * read by choices_walk (the same validation as value()).
  */
-static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_names)
+static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_names,
+		   struct choices_hook *hook)
 {
 	char key[24];
 	size_t kl;
@@ -319,11 +331,18 @@ static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_
 		for (size_t k = 0; k < n_names && kl < sizeof(key); k++) {
 			if (!at[k] && key[0] == names[k][0] && !strcmp(key, names[k])) {
 				at[k] = p->i;
+				if (hook && k == hook->k && p->i < p->n && p->s[p->i] == '[') {
+					if (!choices_walk(p, &hook->content))
+						return false;
+					hook->seen = true;
+					goto next;
+				}
 				break;
 			}
 		}
 		if (!value(p))
 			return false;
+	next:
 		ws(p);
 		if (p->i < p->n && p->s[p->i] == ',') {
 			p->i++;
@@ -357,7 +376,7 @@ static bool value(struct jw *p)
 	case '[':
 		return array(p);
 	case '{':
-		return object(p, NULL, NULL, 0);
+		return object(p, NULL, NULL, 0, NULL);
 	default:
 		if (p->s[p->i] == '-' || (p->s[p->i] >= '0' && p->s[p->i] <= '9'))
 			return number(p, &d);
@@ -414,7 +433,7 @@ static size_t member(const struct jw *t, size_t at, const char *name)
 
 	if (kind_at(t, at) != '{')
 		return 0;
-	(void)object(&p, names, &found, 1);
+	(void)object(&p, names, &found, 1, NULL);
 	return found;
 }
 
@@ -474,37 +493,51 @@ static void numbers(const struct jw *t, size_t at, const char *prefix, struct rt
 	}
 }
 
-static void choices(const struct jw *t, size_t at, struct rt_http_json_facts *f)
+/*
+ * The first top-level "choices" array, in the first pass: validated as
+ * array() would, and content set when an element has a non-empty "text",
+ * delta.content or message.content (each the first member so called), as
+ * the tree walk read them. Saves walking the array a second time.
+ */
+static bool choices_walk(struct jw *p, bool *content)
 {
-	struct jw p = { t->s, t->n, at + 1, 0 };
+	static const char *const names[3] = { "text", "delta", "message" };
 
-	f->text_shape = true;
-	ws(&p);
-	if (p.i < p.n && p.s[p.i] == ']')
-		return;
+	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+		return false;
+	p->i++;
+	ws(p);
+	if (p->i < p->n && p->s[p->i] == ']') {
+		p->i++;
+		p->depth--;
+		return true;
+	}
 	for (;;) {
-		size_t c;
-
-		ws(&p);
-		c = p.i;
-		if (kind_at(t, c) == '{') {
-			static const char *const names[3] = { "text", "delta", "message" };
+		ws(p);
+		if (p->i < p->n && p->s[p->i] == '{') {
 			size_t at[3] = { 0 };
 
-			if (!object(&p, names, at, 3))
-				return;
-			if (nonempty_string(t, at[0]) ||
-			    nonempty_string(t, member(t, at[1], "content")) ||
-			    nonempty_string(t, member(t, at[2], "content")))
-				f->content = true;
-		} else if (!value(&p)) {
-			return;
+			if (!object(p, names, at, 3, NULL))
+				return false;
+			if (!*content && (nonempty_string(p, at[0]) ||
+					  nonempty_string(p, member(p, at[1], "content")) ||
+					  nonempty_string(p, member(p, at[2], "content"))))
+				*content = true;
+		} else if (!value(p)) {
+			return false;
 		}
-		ws(&p);
-		if (p.i >= p.n || p.s[p.i] != ',')
-			return;
-		p.i++;
+		ws(p);
+		if (p->i < p->n && p->s[p->i] == ',') {
+			p->i++;
+			continue;
+		}
+		break;
 	}
+	if (p->i >= p->n || p->s[p->i] != ']')
+		return false;
+	p->i++;
+	p->depth--;
+	return true;
 }
 
 enum { M_ID, M_CHOICES, M_CONTENT, M_USAGE, M_TIMINGS, M_PREDICTED, M_EVALUATED, M_SLOT, M__N };
@@ -517,6 +550,7 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 	};
 	struct jw t = { (const unsigned char *)text, len, 0, 0 };
 	size_t at[M__N] = { 0 };
+	struct choices_hook hook = { M_CHOICES, false, false };
 	double v;
 
 	if (len > 4 && !memcmp(text, "\xEF\xBB\xBF", 3))
@@ -529,7 +563,7 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 			return false;
 		return f->parsed = true;
 	}
-	if (!object(&t, names, at, M__N) || !trailing_ok(&t))
+	if (!object(&t, names, at, M__N, &hook) || !trailing_ok(&t))
 		return false;
 	f->parsed = true;
 	if (kind_at(&t, at[M_ID]) == '"') {
@@ -547,8 +581,10 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 				memcpy(f->response_id, id, l + 1);
 		}
 	}
-	if (kind_at(&t, at[M_CHOICES]) == '[')
-		choices(&t, at[M_CHOICES], f);
+	if (hook.seen) {
+		f->text_shape = true;
+		f->content = hook.content;
+	}
 	if (kind_at(&t, at[M_CONTENT]) == '"') {
 		f->text_shape = true;
 		if (nonempty_string(&t, at[M_CONTENT]))
