@@ -4,6 +4,10 @@
  * a byte-at-a-time state machine for the head (so a message may be split
  * anywhere and nothing but whitelisted values is ever buffered), bulk
  * handling of body bytes, and the rules for uncaptured bytes (gaps).
+ * Untapped, runs of bytes inside one token of the head or of chunk framing
+ * are taken at once (head_run, rt_http_chunk_run) with the effect the
+ * byte-wise path would have had; tests/unit/test_http_paths.c holds the
+ * two to each other.
  *
  * Gaps (see rt_http_msg_gap):
  *  - inside a body of known length, or inside a chunk of known size, they

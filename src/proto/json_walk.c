@@ -90,16 +90,29 @@ static size_t utf8(unsigned long cp, unsigned char *out)
 static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 {
 	const unsigned char *s = p->s, *q;
-	size_t end = p->i + 1, k, out = 0;
-	bool cut = false, escaped = false;
+	size_t end = p->i + 1, k, out = 0, lim;
+	bool cut = false, escaped = false, found;
 
 	if (p->i >= p->n || s[p->i] != '"')
 		return false;
-	/* most strings hold no backslash: the first quote ends them */
-	q = memchr(s + end, '"', p->n - end);
-	if (q && !memchr(s + end, '\\', (size_t)(q - (s + end)))) {
-		end = (size_t)(q - s);
-	} else {
+	/*
+	 * Most strings hold no backslash: the first quote ends them. Keys and
+	 * short values end within a few bytes (looked at one by one); longer
+	 * text is left to memchr.
+	 */
+	lim = p->n - end > 16 ? end + 16 : p->n;
+	while (end < lim && s[end] != '"' && s[end] != '\\')
+		end++;
+	found = end < lim && s[end] == '"';
+	if (end == lim && lim < p->n) {
+		q = memchr(s + end, '"', p->n - end);
+		found = q && !memchr(s + end, '\\', (size_t)(q - (s + end)));
+		if (found)
+			end = (size_t)(q - s);
+	}
+	if (!found) {
+		/* an escape, or no end: byte by byte from the start */
+		end = p->i + 1;
 		while (end < p->n && s[end] != '"') {
 			if (s[end] == '\\') {
 				if (end + 1 >= p->n)
