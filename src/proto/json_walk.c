@@ -83,33 +83,47 @@ static size_t utf8(unsigned long cp, unsigned char *out)
 }
 
 /*
+ * The first quote or backslash in s[i..n), or n: eight bytes a step (the
+ * classic has-zero-byte test; its lowest flagged byte is always a true
+ * match, and bytes are read little-end first), the rest one by one.
+ */
+static size_t stop_at(const unsigned char *s, size_t i, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w, q, b, hit;
+
+		memcpy(&w, s + i, 8);
+		q = w ^ (ones * '"');
+		b = w ^ (ones * '\\');
+		hit = ((q - ones) & ~q & highs) | ((b - ones) & ~b & highs);
+		if (hit)
+			return i + (size_t)(__builtin_ctzll(hit) >> 3);
+	}
+#endif
+	while (i < n && s[i] != '"' && s[i] != '\\')
+		i++;
+	return i;
+}
+
+/*
  * A string at p->i ('"'). Validates it; into buf (cap bytes, may be 0) goes
  * the start of its value as a C string would hold it (cut at the first
  * NUL), *len its whole length so cut (cap + 1 when longer than cap).
  */
 static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 {
-	const unsigned char *s = p->s, *q;
-	size_t end = p->i + 1, k, out = 0, lim;
+	const unsigned char *s = p->s;
+	size_t end = p->i + 1, k, out = 0;
 	bool cut = false, escaped = false, found;
 
 	if (p->i >= p->n || s[p->i] != '"')
 		return false;
-	/*
-	 * Most strings hold no backslash: the first quote ends them. Keys and
-	 * short values end within a few bytes (looked at one by one); longer
-	 * text is left to memchr.
-	 */
-	lim = p->n - end > 16 ? end + 16 : p->n;
-	while (end < lim && s[end] != '"' && s[end] != '\\')
-		end++;
-	found = end < lim && s[end] == '"';
-	if (end == lim && lim < p->n) {
-		q = memchr(s + end, '"', p->n - end);
-		found = q && !memchr(s + end, '\\', (size_t)(q - (s + end)));
-		if (found)
-			end = (size_t)(q - s);
-	}
+	/* most strings hold no backslash: the first quote ends them */
+	end = stop_at(s, end, p->n);
+	found = end < p->n && s[end] == '"';
 	if (!found) {
 		/* an escape, or no end: byte by byte from the start */
 		end = p->i + 1;
@@ -133,8 +147,16 @@ static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 	}
 	if (!escaped) {
 		/* most strings: nothing to unescape, only where a NUL cuts it */
-		const unsigned char *z = memchr(s + p->i + 1, 0, end - p->i - 1);
+		const unsigned char *z = NULL;
 
+		/* where a NUL cuts it: keys are short, a call costs more than the bytes */
+		if (end - p->i - 1 <= 32) {
+			for (k = p->i + 1; k < end && !z; k++)
+				if (!s[k])
+					z = s + k;
+		} else {
+			z = memchr(s + p->i + 1, 0, end - p->i - 1);
+		}
 		out = (z ? (size_t)(z - s) : end) - p->i - 1;
 		memcpy(buf, s + p->i + 1, out < cap ? out : cap - 1);
 		buf[out < cap ? out : cap - 1] = '\0';
