@@ -123,6 +123,41 @@ void rt_http_chunk_byte(struct rt_http_msg *m, uint8_t c)
 	}
 }
 
+size_t rt_http_chunk_run(struct rt_http_msg *m, const uint8_t *p, size_t n)
+{
+	size_t k = 0;
+	int d;
+
+	switch (m->state) {
+	case ST_CDATA_CR:
+		/* the CRLF after a chunk's data */
+		if (n < 2 || p[0] != '\r' || p[1] != '\n')
+			return 0;
+		m->remaining = 0;
+		m->digits = 0;
+		m->state = ST_CSIZE;
+		return 2;
+	case ST_CSIZE:
+		/* size digits, as rt_http_chunk_byte reads them one by one */
+		while (k < n && (d = hexval(p[k])) >= 0 && !(m->remaining >> 60) &&
+		       m->head_bytes < RT_HTTP_CHUNK_EXT_MAX) {
+			m->head_bytes++;
+			m->remaining = (m->remaining << 4) | (uint64_t)d;
+			m->digits = 1;
+			k++;
+		}
+		/* and the line's CRLF right after them */
+		if (m->digits && n - k >= 2 && p[k] == '\r' && p[k + 1] == '\n' &&
+		    m->head_bytes + 2 <= RT_HTTP_CHUNK_EXT_MAX) {
+			chunk_size_done(m);
+			k += 2;
+		}
+		return k;
+	default:
+		return 0;
+	}
+}
+
 size_t rt_http_chunk_lost(struct rt_http_msg *m, const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -65,7 +65,12 @@ void rt_keepbuf_release(struct rt_keepbuf *kb);
 /* ---- small helpers ----------------------------------------------------- */
 
 /* RFC 9110 tchar. */
-bool rt_http_is_tchar(uint8_t c);
+extern const uint8_t rt_http_tchar[256];
+
+static inline bool rt_http_is_tchar(uint8_t c)
+{
+	return rt_http_tchar[c];
+}
 /* Case-insensitive equality of s[0..n) and the NUL-terminated lowercase lit. */
 bool rt_http_ieq(const char *s, size_t n, const char *lit);
 /* Decimal digits only, no sign, no overflow; 0 or -EINVAL / -ERANGE. */
@@ -89,7 +94,7 @@ struct rt_http_json_facts {
 	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* top-level "id"; "" none */
 	int32_t id_slot; /* llama-server's top-level "id_slot" (its engine sequence), -1 none */
 	uint32_t n_reported;
-	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
+	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX]; /* last: set up to n_reported */
 };
 
 /*
@@ -101,8 +106,10 @@ void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_ht
 
 /*
  * json_walk.c: the facts of a whole text, read as cJSON 1.7 would parse it
- * but without a tree; false when it does not parse. f must be zeroed with
- * tokens_out -1 (rt_http_json_facts does it). Depth is the caller's check.
+ * but without a tree; false when it does not parse, or when brackets
+ * outside strings anywhere in the text (trailing bytes included) nest
+ * deeper than RT_HTTP_JSON_DEPTH_MAX. f must be zeroed with tokens_out -1
+ * (rt_http_json_facts does it).
  */
 bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts *f);
 
@@ -115,8 +122,11 @@ struct rt_sse_dec {
 	bool has_data; /* ... a data field */
 	bool incomplete; /* ... and bytes of it went uncaptured */
 	bool lost; /* framing was lost: every later event is a best guess */
+	bool has_ref; /* the event's data is ref[0..ref_n), still in the bytes being fed */
 	uint8_t field_len;
 	char field[8];
+	const uint8_t *ref;
+	size_t ref_n;
 	struct rt_keepbuf data;
 };
 

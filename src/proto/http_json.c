@@ -5,8 +5,8 @@
  * server reported (usage, llama.cpp timings). Only names and numbers leave
  * this file, never text.
  *
- * A whole text is read by json_walk.c (no tree, no allocation), checked to
- * be shallow first. When only a head and a tail of a text were kept (a large
+ * A whole text is read by json_walk.c (no tree, no allocation), which
+ * refuses texts nested deeper than RT_HTTP_JSON_DEPTH_MAX. When only a head and a tail of a text were kept (a large
  * event, a gap), nothing parses as a whole; "usage" and "timings" objects
  * are then cut out and parsed on their own with cJSON (servers such as
  * llama.cpp put timings at the end of a large final event), and content
@@ -14,40 +14,13 @@
  */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http_int.h"
 
 #define TOKENS_MAX 1e15 /* beyond any real count; keeps the int64 conversion defined */
-
-/* Nesting depth of [ and { outside strings stays within max. */
-static bool depth_ok(const char *s, size_t n, int max)
-{
-	bool in_str = false, esc = false;
-	int depth = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (in_str) {
-			if (esc)
-				esc = false;
-			else if (c == '\\')
-				esc = true;
-			else if (c == '"')
-				in_str = false;
-		} else if (c == '"') {
-			in_str = true;
-		} else if (c == '{' || c == '[') {
-			if (++depth > max)
-				return false;
-		} else if (c == '}' || c == ']') {
-			depth--;
-		}
-	}
-	return true;
-}
 
 static bool number_value(const cJSON *it, double *v)
 {
@@ -150,22 +123,83 @@ static bool is_ws(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* The quoted keys the scan looks for. */
+enum { K_USAGE, K_TIMINGS, K_PREDICTED, K_EVALUATED, K_CHOICES, K_CONTENT, K_TEXT, K_SLOT, K__N };
+
+static const char *const qkeys[K__N] = {
+	"\"usage\"",   "\"timings\"", "\"tokens_predicted\"", "\"tokens_evaluated\"", "\"choices\"",
+	"\"content\"", "\"text\"",    "\"id_slot\"",
+};
+
+#define HITS_MAX 64
+
+/*
+ * Where each key occurs in the text, found in one pass over its quotes (a
+ * quoted key starts at one), instead of one memmem pass per key and per
+ * occurrence tried. With more hits than room, find_key searches as before.
+ */
+struct key_index {
+	bool valid;
+	size_t n;
+	size_t pos[HITS_MAX];
+	uint8_t key[HITS_MAX];
+};
+
+static void index_keys(const char *s, size_t n, struct key_index *ix)
+{
+	const char *q = s, *end = s + n;
+
+	ix->valid = true;
+	ix->n = 0;
+	while ((q = memchr(q, '"', (size_t)(end - q)))) {
+		size_t left = (size_t)(end - q);
+
+		for (int k = 0; k < K__N; k++) {
+			size_t kl = strlen(qkeys[k]);
+
+			if (left < kl || q[1] != qkeys[k][1] || memcmp(q, qkeys[k], kl))
+				continue;
+			if (ix->n == HITS_MAX) {
+				ix->valid = false;
+				return;
+			}
+			ix->pos[ix->n] = (size_t)(q - s);
+			ix->key[ix->n++] = (uint8_t)k;
+			break; /* a quoted key is no prefix of another */
+		}
+		q++;
+	}
+}
+
+/* The next occurrence of key k at or after *from, from the index or by search; n: none. */
+static size_t next_hit(const char *s, size_t n, size_t from, int k, const struct key_index *ix)
+{
+	const char *hit;
+
+	if (!ix->valid) {
+		hit = memmem(s + from, n - from, qkeys[k], strlen(qkeys[k]));
+		return hit ? (size_t)(hit - s) : n;
+	}
+	for (size_t j = 0; j < ix->n; j++)
+		if (ix->key[j] == k && ix->pos[j] >= from)
+			return ix->pos[j];
+	return n;
+}
+
 /*
  * The next occurrence of the quoted key at or after *from, not escaped
  * (so not inside a string), followed by a colon: returns the index of the
  * value, or n when there is none.
  */
-static size_t find_key(const char *s, size_t n, size_t *from, const char *qkey)
+static size_t find_key(const char *s, size_t n, size_t *from, int k, const struct key_index *ix)
 {
-	size_t kl = strlen(qkey);
+	size_t kl = strlen(qkeys[k]);
 
 	while (*from < n) {
-		const char *hit = memmem(s + *from, n - *from, qkey, kl);
-		size_t i;
+		size_t i = next_hit(s, n, *from, k, ix);
 
-		if (!hit)
+		if (i >= n)
 			break;
-		i = (size_t)(hit - s);
 		*from = i + 1;
 		if (i > 0 && s[i - 1] == '\\')
 			continue;
@@ -214,11 +248,11 @@ static size_t match_close(const char *s, size_t n, size_t start)
 }
 
 /* The first "<key>": {...} that parses on its own. */
-static cJSON *scan_object(const char *s, size_t n, const char *qkey)
+static cJSON *scan_object(const char *s, size_t n, int k, const struct key_index *ix)
 {
 	size_t from = 0, v;
 
-	while ((v = find_key(s, n, &from, qkey)) < n) {
+	while ((v = find_key(s, n, &from, k, ix)) < n) {
 		size_t end;
 		cJSON *obj;
 
@@ -235,10 +269,10 @@ static cJSON *scan_object(const char *s, size_t n, const char *qkey)
 	return NULL;
 }
 
-static void scan_count(const char *s, size_t n, const char *qkey, const char *name,
+static void scan_count(const char *s, size_t n, int k, const struct key_index *ix, const char *name,
 		       struct rt_http_json_facts *f)
 {
-	size_t from = 0, v = find_key(s, n, &from, qkey), l = 0;
+	size_t from = 0, v = find_key(s, n, &from, k, ix), l = 0;
 	char num[32];
 	double d;
 
@@ -262,9 +296,10 @@ static void scan_count(const char *s, size_t n, const char *qkey, const char *na
  * llama-server's "id_slot", a small integer near the start of its bodies, so
  * a kept head holds it; textual here: the first such key, at any depth.
  */
-static void scan_id_slot(const char *s, size_t n, struct rt_http_json_facts *f)
+static void scan_id_slot(const char *s, size_t n, const struct key_index *ix,
+			 struct rt_http_json_facts *f)
 {
-	size_t from = 0, v = find_key(s, n, &from, "\"id_slot\""), l = 0;
+	size_t from = 0, v = find_key(s, n, &from, K_SLOT, ix), l = 0;
 	long slot = 0;
 
 	if (v >= n)
@@ -277,11 +312,12 @@ static void scan_id_slot(const char *s, size_t n, struct rt_http_json_facts *f)
 }
 
 /* A "<key>": "x..." with a non-empty string value. */
-static void scan_text_key(const char *s, size_t n, const char *qkey, struct rt_http_json_facts *f)
+static void scan_text_key(const char *s, size_t n, int k, const struct key_index *ix,
+			  struct rt_http_json_facts *f)
 {
 	size_t from = 0, v;
 
-	while ((v = find_key(s, n, &from, qkey)) < n) {
+	while ((v = find_key(s, n, &from, k, ix)) < n) {
 		if (s[v] != '"')
 			continue;
 		f->text_shape = true;
@@ -292,38 +328,41 @@ static void scan_text_key(const char *s, size_t n, const char *qkey, struct rt_h
 	}
 }
 
-static void scan(const char *s, size_t n, struct rt_http_json_facts *f)
+static void scan(const char *s, size_t n, const struct key_index *ix, struct rt_http_json_facts *f)
 {
-	cJSON *usage = scan_object(s, n, "\"usage\"");
-	cJSON *timings = scan_object(s, n, "\"timings\"");
+	cJSON *usage = scan_object(s, n, K_USAGE, ix);
+	cJSON *timings = scan_object(s, n, K_TIMINGS, ix);
 	size_t from = 0;
 
 	add_usage(usage, timings, f);
 	cJSON_Delete(usage);
 	cJSON_Delete(timings);
-	scan_count(s, n, "\"tokens_predicted\"", "tokens_predicted", f);
-	scan_count(s, n, "\"tokens_evaluated\"", "tokens_evaluated", f);
-	if (find_key(s, n, &from, "\"choices\"") < n)
+	scan_count(s, n, K_PREDICTED, ix, "tokens_predicted", f);
+	scan_count(s, n, K_EVALUATED, ix, "tokens_evaluated", f);
+	if (find_key(s, n, &from, K_CHOICES, ix) < n)
 		f->text_shape = true;
-	scan_text_key(s, n, "\"content\"", f);
+	scan_text_key(s, n, K_CONTENT, ix, f);
 	if (!f->content)
-		scan_text_key(s, n, "\"text\"", f);
+		scan_text_key(s, n, K_TEXT, ix, f);
 }
 
 void rt_http_json_facts(const char *text, size_t len, bool partial, struct rt_http_json_facts *f)
 {
-	memset(f, 0, sizeof(*f));
+	/* reported[] counts from 0: only its first n_reported entries are ever read */
+	memset(f, 0, offsetof(struct rt_http_json_facts, reported));
 	f->tokens_out = -1;
 	f->id_slot = -1;
 	if (!text || !len)
 		return;
 	if (partial) {
-		scan(text, len, f);
+		struct key_index ix;
+
+		index_keys(text, len, &ix);
+		scan(text, len, &ix, f);
 		scan_response_id(text, len, f);
-		scan_id_slot(text, len, f);
+		scan_id_slot(text, len, &ix, f);
 		return;
 	}
-	if (!depth_ok(text, len, RT_HTTP_JSON_DEPTH_MAX))
-		return;
+	/* the walk refuses texts nested deeper than RT_HTTP_JSON_DEPTH_MAX */
 	(void)rt_json_walk_facts(text, len, f);
 }

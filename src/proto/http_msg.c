@@ -4,6 +4,10 @@
  * a byte-at-a-time state machine for the head (so a message may be split
  * anywhere and nothing but whitelisted values is ever buffered), bulk
  * handling of body bytes, and the rules for uncaptured bytes (gaps).
+ * Untapped, runs of bytes inside one token of the head or of chunk framing
+ * are taken at once (head_run, rt_http_chunk_run) with the effect the
+ * byte-wise path would have had; tests/unit/test_http_paths.c holds the
+ * two to each other.
  *
  * Gaps (see rt_http_msg_gap):
  *  - inside a body of known length, or inside a chunk of known size, they
@@ -460,6 +464,73 @@ static size_t lost(struct rt_http_msg *m, const uint8_t *p, size_t n)
 	return n;
 }
 
+/*
+ * Untapped, a run of bytes that only extends the current token (a target,
+ * a reason phrase, a header name or value) is taken in one step, with the
+ * effect the byte-wise path would have had on each; the byte that ends or
+ * fails the token, and any byte past the head bound, is left to that path,
+ * so what fails and where is unchanged. Returns the bytes taken (0: none).
+ */
+static size_t head_run(struct rt_http_msg *m, const uint8_t *p, size_t n)
+{
+	size_t lim = RT_HTTP_HEAD_MAX - m->head_bytes, k = 0;
+
+	if (m->head_bytes >= RT_HTTP_HEAD_MAX)
+		return 0;
+	if (lim > n)
+		lim = n;
+	switch (m->state) {
+	case ST_TARGET:
+		while (k < lim && p[k] > 0x20 && p[k] != 0x7f) {
+			if (m->target_len < RT_HTTP_PATH_MAX - 1)
+				m->s->target[m->target_len] = (char)p[k];
+			m->target_len++;
+			k++;
+		}
+		break;
+	case ST_REASON:
+		while (k < lim && !bad_value_byte(p[k]))
+			k++;
+		break;
+	case ST_HDR_NAME:
+		while (k < lim && rt_http_is_tchar(p[k])) {
+			if (m->name_len < RT_HTTP_NAME_KEEP)
+				m->name[m->name_len] = lower(p[k]);
+			if (m->name_len < UINT8_MAX)
+				m->name_len++;
+			k++;
+		}
+		break;
+	case ST_HDR_OWS:
+		while (k < lim && (p[k] == ' ' || p[k] == '\t'))
+			k++;
+		if (k == lim || bad_value_byte(p[k]))
+			break;
+		m->state = ST_HDR_VALUE;
+		/* fallthrough */
+	case ST_HDR_VALUE:
+		if (!m->keep) {
+			while (k < lim && !bad_value_byte(p[k]))
+				k++;
+			break;
+		}
+		for (; k < lim && !bad_value_byte(p[k]); k++) {
+			if (m->value_len >= RT_HTTP_VALUE_KEEP) {
+				m->truncated = true;
+				continue;
+			}
+			m->s->value[m->value_len++] = (char)p[k];
+			if (p[k] != ' ' && p[k] != '\t')
+				m->value_trim = m->value_len;
+		}
+		break;
+	default:
+		return 0;
+	}
+	m->head_bytes += (uint32_t)k;
+	return k;
+}
+
 /* What a head or chunk-framing byte is to a tap, from the state about to consume it. */
 static uint8_t byte_class(const struct rt_http_msg *m, uint8_t c)
 {
@@ -529,7 +600,13 @@ static size_t step(struct rt_http_msg *m, const uint8_t *p, size_t n)
 	default:
 		break;
 	}
-	tap(m, p, 1, byte_class(m, p[0]));
+	if (!m->tap) {
+		take = m->state >= ST_CSIZE ? rt_http_chunk_run(m, p, n) : head_run(m, p, n);
+		if (take)
+			return take;
+	} else {
+		tap(m, p, 1, byte_class(m, p[0]));
+	}
 	if (m->state >= ST_CSIZE) {
 		rt_http_chunk_byte(m, p[0]);
 		return 1;

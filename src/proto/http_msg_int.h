@@ -84,6 +84,8 @@ void rt_http_msg_complete(struct rt_http_msg *m);
 
 /* A byte of chunk framing (ST_CSIZE .. ST_CTRAIL_LF). */
 void rt_http_chunk_byte(struct rt_http_msg *m, uint8_t c);
+/* Untapped: the usual chunk framing at p in one step; bytes taken, 0: none. */
+size_t rt_http_chunk_run(struct rt_http_msg *m, const uint8_t *p, size_t n);
 /* ST_CLOST: bytes until the last chunk; returns how many were consumed. */
 size_t rt_http_chunk_lost(struct rt_http_msg *m, const uint8_t *p, size_t n);
 

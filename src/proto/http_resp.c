@@ -73,8 +73,9 @@ static int on_begin(void *w)
 
 static bool in_list(const char *name, const char *const *list, size_t n)
 {
+	/* every header name of every response comes here: the first byte rules most out */
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(name, list[i]) == 0)
+		if (name[0] == list[i][0] && strcmp(name, list[i]) == 0)
 			return true;
 	}
 	return false;
@@ -283,7 +284,7 @@ static void on_complete(void *w, bool incomplete, bool guessed)
 		done.id_slot = f.id_slot;
 		memcpy(done.response_id, f.response_id, sizeof(done.response_id));
 		done.n_reported = f.n_reported;
-		memcpy(done.reported, f.reported, sizeof(done.reported));
+		memcpy(done.reported, f.reported, f.n_reported * sizeof(f.reported[0]));
 	}
 	if (p->cb->on_complete)
 		p->cb->on_complete(p->ctx, &done);

@@ -28,6 +28,7 @@ struct jw {
 	const unsigned char *s;
 	size_t n;
 	size_t i;
+	int depth; /* containers open; beyond RT_HTTP_JSON_DEPTH_MAX the text is refused */
 };
 
 static void ws(struct jw *p)
@@ -82,6 +83,32 @@ static size_t utf8(unsigned long cp, unsigned char *out)
 }
 
 /*
+ * The first quote or backslash in s[i..n), or n: eight bytes a step (the
+ * classic has-zero-byte test; its lowest flagged byte is always a true
+ * match, and bytes are read little-end first), the rest one by one.
+ */
+static size_t stop_at(const unsigned char *s, size_t i, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w, q, b, hit;
+
+		memcpy(&w, s + i, 8);
+		q = w ^ (ones * '"');
+		b = w ^ (ones * '\\');
+		hit = ((q - ones) & ~q & highs) | ((b - ones) & ~b & highs);
+		if (hit)
+			return i + (size_t)(__builtin_ctzll(hit) >> 3);
+	}
+#endif
+	while (i < n && s[i] != '"' && s[i] != '\\')
+		i++;
+	return i;
+}
+
+/*
  * A string at p->i ('"'). Validates it; into buf (cap bytes, may be 0) goes
  * the start of its value as a C string would hold it (cut at the first
  * NUL), *len its whole length so cut (cap + 1 when longer than cap).
@@ -90,30 +117,49 @@ static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 {
 	const unsigned char *s = p->s;
 	size_t end = p->i + 1, k, out = 0;
-	bool cut = false, escaped = false;
+	bool cut = false, escaped = false, found;
 
 	if (p->i >= p->n || s[p->i] != '"')
 		return false;
-	while (end < p->n && s[end] != '"') {
-		if (s[end] == '\\') {
-			if (end + 1 >= p->n)
-				return false;
-			escaped = true;
+	/* most strings hold no backslash: the first quote ends them */
+	end = stop_at(s, end, p->n);
+	found = end < p->n && s[end] == '"';
+	if (!found) {
+		/* an escape, or no end: byte by byte from the start */
+		end = p->i + 1;
+		while (end < p->n && s[end] != '"') {
+			if (s[end] == '\\') {
+				if (end + 1 >= p->n)
+					return false;
+				escaped = true;
+				end++;
+			}
 			end++;
 		}
-		end++;
+		if (end >= p->n)
+			return false;
 	}
-	if (end >= p->n)
-		return false;
+	if (!escaped && !cap) {
+		/* a value nobody reads: only whether it is empty as a C string */
+		*len = end > p->i + 1 && s[p->i + 1] ? 1 : 0;
+		p->i = end + 1;
+		return true;
+	}
 	if (!escaped) {
 		/* most strings: nothing to unescape, only where a NUL cuts it */
-		const unsigned char *z = memchr(s + p->i + 1, 0, end - p->i - 1);
+		const unsigned char *z = NULL;
 
-		out = (z ? (size_t)(z - s) : end) - p->i - 1;
-		if (cap) {
-			memcpy(buf, s + p->i + 1, out < cap ? out : cap - 1);
-			buf[out < cap ? out : cap - 1] = '\0';
+		/* where a NUL cuts it: keys are short, a call costs more than the bytes */
+		if (end - p->i - 1 <= 32) {
+			for (k = p->i + 1; k < end && !z; k++)
+				if (!s[k])
+					z = s + k;
+		} else {
+			z = memchr(s + p->i + 1, 0, end - p->i - 1);
 		}
+		out = (z ? (size_t)(z - s) : end) - p->i - 1;
+		memcpy(buf, s + p->i + 1, out < cap ? out : cap - 1);
+		buf[out < cap ? out : cap - 1] = '\0';
 		*len = out <= cap ? out : cap + 1;
 		p->i = end + 1;
 		return true;
@@ -190,14 +236,36 @@ static bool string(struct jw *p, char *buf, size_t cap, size_t *len)
 	return true;
 }
 
+static bool num_char(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' || c == 'E' || c == '.';
+}
+
 static bool number(struct jw *p, double *v)
 {
 	char small[64], *num = small;
-	size_t l = 0;
+	size_t l = 0, d;
 	char *after;
 
-	while (p->i + l < p->n && p->s[p->i + l] && strchr("0123456789+-eE.", p->s[p->i + l]))
+	while (p->i + l < p->n && num_char(p->s[p->i + l]))
 		l++;
+	/*
+	 * Most numbers are plain integers: strtod reads all of such a run, and
+	 * up to 15 digits it is exact, so the value is computed here.
+	 */
+	d = l && p->s[p->i] == '-';
+	if (l > d && l - d <= 15) {
+		double x = 0;
+		size_t k;
+
+		for (k = d; k < l && p->s[p->i + k] >= '0' && p->s[p->i + k] <= '9'; k++)
+			x = x * 10 + (p->s[p->i + k] - '0');
+		if (k == l) {
+			*v = d ? -x : x;
+			p->i += l;
+			return true;
+		}
+	}
 	/* Debian's cJSON reads the whole run (its CVE-2023-26819 fix), not 63 */
 	if (l >= sizeof(small)) {
 		num = malloc(l + 1);
@@ -228,10 +296,13 @@ static bool value(struct jw *p);
 
 static bool array(struct jw *p)
 {
+	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+		return false;
 	p->i++;
 	ws(p);
 	if (p->i < p->n && p->s[p->i] == ']') {
 		p->i++;
+		p->depth--;
 		return true;
 	}
 	for (;;) {
@@ -248,22 +319,38 @@ static bool array(struct jw *p)
 	if (p->i >= p->n || p->s[p->i] != ']')
 		return false;
 	p->i++;
+	p->depth--;
 	return true;
 }
+
+/* The top level's first "choices" array, read as the walk validates it. */
+struct choices_hook {
+	size_t k; /* its index in names */
+	bool seen; /* it was an array, and content tells what it holds */
+	bool content;
+};
+
+static bool choices_walk(struct jw *p, bool *content);
 
 /*
  * An object at p->i. With names, the offset of the value of the first
  * member called names[k] goes to at[k] (0: none; a value is never at 0).
+ * With hook, the first member called names[hook->k], when an array, is
+ * read by choices_walk (the same validation as value()).
  */
-static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_names)
+static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_names,
+		   struct choices_hook *hook)
 {
 	char key[24];
 	size_t kl;
 
+	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+		return false;
 	p->i++;
 	ws(p);
 	if (p->i < p->n && p->s[p->i] == '}') {
 		p->i++;
+		p->depth--;
 		return true;
 	}
 	for (;;) {
@@ -275,14 +362,22 @@ static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_
 			return false;
 		p->i++;
 		ws(p);
-		for (size_t k = 0; k < n_names; k++) {
-			if (!at[k] && kl < sizeof(key) && !strcmp(key, names[k])) {
+		/* the first byte tells most names apart: few calls to strcmp */
+		for (size_t k = 0; k < n_names && kl < sizeof(key); k++) {
+			if (!at[k] && key[0] == names[k][0] && !strcmp(key, names[k])) {
 				at[k] = p->i;
+				if (hook && k == hook->k && p->i < p->n && p->s[p->i] == '[') {
+					if (!choices_walk(p, &hook->content))
+						return false;
+					hook->seen = true;
+					goto next;
+				}
 				break;
 			}
 		}
 		if (!value(p))
 			return false;
+	next:
 		ws(p);
 		if (p->i < p->n && p->s[p->i] == ',') {
 			p->i++;
@@ -293,6 +388,7 @@ static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_
 	if (p->i >= p->n || p->s[p->i] != '}')
 		return false;
 	p->i++;
+	p->depth--;
 	return true;
 }
 
@@ -315,12 +411,45 @@ static bool value(struct jw *p)
 	case '[':
 		return array(p);
 	case '{':
-		return object(p, NULL, NULL, 0);
+		return object(p, NULL, NULL, 0, NULL);
 	default:
 		if (p->s[p->i] == '-' || (p->s[p->i] >= '0' && p->s[p->i] <= '9'))
 			return number(p, &d);
 		return false;
 	}
+}
+
+/*
+ * The bytes after the value (cJSON ignores them) nest no deeper than the
+ * bound either, as the whole-text check this walk replaced required: it
+ * counted brackets outside strings over the whole text, and within a
+ * value that parsed, that count is the walk's own depth.
+ */
+static bool trailing_ok(const struct jw *p)
+{
+	bool in_str = false, esc = false;
+	int depth = 0;
+
+	for (size_t i = p->i; i < p->n; i++) {
+		unsigned char c = p->s[i];
+
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (c == '\\')
+				esc = true;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			if (++depth > RT_HTTP_JSON_DEPTH_MAX)
+				return false;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+	return true;
 }
 
 /* ---- the second pass: values of a text the first pass accepted ----------- */
@@ -333,19 +462,19 @@ static char kind_at(const struct jw *t, size_t at)
 /* the value of the first member `name` of the object at `at`, 0 if none */
 static size_t member(const struct jw *t, size_t at, const char *name)
 {
-	struct jw p = { t->s, t->n, at };
+	struct jw p = { t->s, t->n, at, 0 };
 	const char *names[1] = { name };
 	size_t found = 0;
 
 	if (kind_at(t, at) != '{')
 		return 0;
-	(void)object(&p, names, &found, 1);
+	(void)object(&p, names, &found, 1, NULL);
 	return found;
 }
 
 static bool nonempty_string(const struct jw *t, size_t at)
 {
-	struct jw p = { t->s, t->n, at };
+	struct jw p = { t->s, t->n, at, 0 };
 	char c[1];
 	size_t l;
 
@@ -354,7 +483,7 @@ static bool nonempty_string(const struct jw *t, size_t at)
 
 static bool number_at(const struct jw *t, size_t at, double *v)
 {
-	struct jw p = { t->s, t->n, at };
+	struct jw p = { t->s, t->n, at, 0 };
 	char c = kind_at(t, at);
 
 	if (!(c == '-' || (c >= '0' && c <= '9')))
@@ -373,7 +502,7 @@ static void set_tokens_at(const struct jw *t, size_t at, struct rt_http_json_fac
 /* every numeric member of the object at `at`, as "prefix.name" */
 static void numbers(const struct jw *t, size_t at, const char *prefix, struct rt_http_json_facts *f)
 {
-	struct jw p = { t->s, t->n, at + 1 };
+	struct jw p = { t->s, t->n, at + 1, 0 };
 	char name[RT_HTTP_REPORTED_NAME_MAX + 1];
 	size_t nl;
 	double v;
@@ -399,37 +528,51 @@ static void numbers(const struct jw *t, size_t at, const char *prefix, struct rt
 	}
 }
 
-static void choices(const struct jw *t, size_t at, struct rt_http_json_facts *f)
+/*
+ * The first top-level "choices" array, in the first pass: validated as
+ * array() would, and content set when an element has a non-empty "text",
+ * delta.content or message.content (each the first member so called), as
+ * the tree walk read them. Saves walking the array a second time.
+ */
+static bool choices_walk(struct jw *p, bool *content)
 {
-	struct jw p = { t->s, t->n, at + 1 };
+	static const char *const names[3] = { "text", "delta", "message" };
 
-	f->text_shape = true;
-	ws(&p);
-	if (p.i < p.n && p.s[p.i] == ']')
-		return;
+	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+		return false;
+	p->i++;
+	ws(p);
+	if (p->i < p->n && p->s[p->i] == ']') {
+		p->i++;
+		p->depth--;
+		return true;
+	}
 	for (;;) {
-		size_t c;
-
-		ws(&p);
-		c = p.i;
-		if (kind_at(t, c) == '{') {
-			static const char *const names[3] = { "text", "delta", "message" };
+		ws(p);
+		if (p->i < p->n && p->s[p->i] == '{') {
 			size_t at[3] = { 0 };
 
-			if (!object(&p, names, at, 3))
-				return;
-			if (nonempty_string(t, at[0]) ||
-			    nonempty_string(t, member(t, at[1], "content")) ||
-			    nonempty_string(t, member(t, at[2], "content")))
-				f->content = true;
-		} else if (!value(&p)) {
-			return;
+			if (!object(p, names, at, 3, NULL))
+				return false;
+			if (!*content && (nonempty_string(p, at[0]) ||
+					  nonempty_string(p, member(p, at[1], "content")) ||
+					  nonempty_string(p, member(p, at[2], "content"))))
+				*content = true;
+		} else if (!value(p)) {
+			return false;
 		}
-		ws(&p);
-		if (p.i >= p.n || p.s[p.i] != ',')
-			return;
-		p.i++;
+		ws(p);
+		if (p->i < p->n && p->s[p->i] == ',') {
+			p->i++;
+			continue;
+		}
+		break;
 	}
+	if (p->i >= p->n || p->s[p->i] != ']')
+		return false;
+	p->i++;
+	p->depth--;
+	return true;
 }
 
 enum { M_ID, M_CHOICES, M_CONTENT, M_USAGE, M_TIMINGS, M_PREDICTED, M_EVALUATED, M_SLOT, M__N };
@@ -440,8 +583,9 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 		"id",	   "choices",	       "content",	   "usage",
 		"timings", "tokens_predicted", "tokens_evaluated", "id_slot"
 	};
-	struct jw t = { (const unsigned char *)text, len, 0 };
+	struct jw t = { (const unsigned char *)text, len, 0, 0 };
 	size_t at[M__N] = { 0 };
+	struct choices_hook hook = { M_CHOICES, false, false };
 	double v;
 
 	if (len > 4 && !memcmp(text, "\xEF\xBB\xBF", 3))
@@ -449,13 +593,16 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 	ws(&t);
 	if (t.i >= t.n)
 		return false;
-	if (t.s[t.i] != '{')
-		return f->parsed = value(&t);
-	if (!object(&t, names, at, M__N))
+	if (t.s[t.i] != '{') {
+		if (!value(&t) || !trailing_ok(&t))
+			return false;
+		return f->parsed = true;
+	}
+	if (!object(&t, names, at, M__N, &hook) || !trailing_ok(&t))
 		return false;
 	f->parsed = true;
 	if (kind_at(&t, at[M_ID]) == '"') {
-		struct jw p = { t.s, t.n, at[M_ID] };
+		struct jw p = { t.s, t.n, at[M_ID], 0 };
 		char id[RT_HTTP_RESPONSE_ID_MAX];
 		size_t l;
 		bool ok = true;
@@ -469,8 +616,10 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 				memcpy(f->response_id, id, l + 1);
 		}
 	}
-	if (kind_at(&t, at[M_CHOICES]) == '[')
-		choices(&t, at[M_CHOICES], f);
+	if (hook.seen) {
+		f->text_shape = true;
+		f->content = hook.content;
+	}
 	if (kind_at(&t, at[M_CONTENT]) == '"') {
 		f->text_shape = true;
 		if (nonempty_string(&t, at[M_CONTENT]))

@@ -12,6 +12,7 @@
  * (keep-alives show the server alive); the event/id/retry fields are not
  * kept; a leading byte-order mark is not stripped.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "http_int.h"
@@ -30,10 +31,37 @@ void rt_sse_dec_init(struct rt_sse_dec *d)
 	rt_keepbuf_init(&d->data, RT_HTTP_SSE_EVENT_MAX);
 }
 
+/*
+ * Most events are one data line within one feed: their data is classified
+ * where it lies, not copied. Anything else (a second line, the end of the
+ * feed) copies what is referenced into the keeper first.
+ */
+static void flush_ref(struct rt_sse_dec *d)
+{
+	if (!d->has_ref)
+		return;
+	d->has_ref = false;
+	rt_keepbuf_append(&d->data, d->ref, d->ref_n);
+}
+
+static void append(struct rt_sse_dec *d, const uint8_t *p, size_t n)
+{
+	if (!d->has_ref && !d->data.total) {
+		d->has_ref = true;
+		d->ref = p;
+		d->ref_n = n;
+		return;
+	}
+	flush_ref(d);
+	rt_keepbuf_append(&d->data, p, n);
+}
+
 static void start_data(struct rt_sse_dec *d)
 {
-	if (d->has_data)
+	if (d->has_data) {
+		flush_ref(d);
 		rt_keepbuf_append(&d->data, "\n", 1);
+	}
 	d->has_data = true;
 }
 
@@ -48,19 +76,27 @@ static void dispatch(struct rt_sse_dec *d, rt_sse_emit_fn emit, void *ctx)
 	bool partial = d->incomplete || d->lost;
 
 	if (d->has_data) {
+		const char *text;
 		size_t len;
-		const char *text = rt_keepbuf_data(&d->data, &len);
 
+		/* the keeper would hold these same bytes: nothing cut, nothing wrapped */
+		if (d->has_ref && d->ref_n <= d->data.max) {
+			text = (const char *)d->ref;
+			len = d->ref_n;
+		} else {
+			flush_ref(d);
+			text = rt_keepbuf_data(&d->data, &len);
+		}
 		rt_sse_classify(text, len, partial || rt_keepbuf_partial(&d->data), &ev);
 		emit(ctx, &ev);
 	} else if (d->pending) {
-		memset(&ev, 0, sizeof(ev));
+		memset(&ev, 0, offsetof(struct rt_sse_event, reported));
 		ev.kind = RT_SSE_EMPTY;
 		ev.incomplete = partial;
 		ev.tokens_out = -1;
 		emit(ctx, &ev);
 	}
-	d->pending = d->has_data = d->incomplete = false;
+	d->pending = d->has_data = d->incomplete = d->has_ref = false;
 	rt_keepbuf_reset(&d->data);
 }
 
@@ -81,13 +117,14 @@ static void line_end(struct rt_sse_dec *d, rt_sse_emit_fn emit, void *ctx)
 	d->state = SSE_LINE_START;
 }
 
+/* Bytes before the first CR or LF. */
 static size_t line_run(const uint8_t *p, size_t n)
 {
-	size_t i = 0;
+	const uint8_t *lf = memchr(p, '\n', n);
+	size_t m = lf ? (size_t)(lf - p) : n;
+	const uint8_t *cr = memchr(p, '\r', m);
 
-	while (i < n && p[i] != '\n' && p[i] != '\r')
-		i++;
-	return i;
+	return cr ? (size_t)(cr - p) : m;
 }
 
 void rt_sse_dec_feed(struct rt_sse_dec *d, const uint8_t *p, size_t n, rt_sse_emit_fn emit,
@@ -119,6 +156,13 @@ void rt_sse_dec_feed(struct rt_sse_dec *d, const uint8_t *p, size_t n, rt_sse_em
 				i++;
 				break;
 			}
+			/* the usual line, as the byte-wise path below would read it */
+			if (n - i >= 5 && !memcmp(p + i, "data:", 5)) {
+				start_data(d);
+				d->state = SSE_VALUE_FIRST;
+				i += 5;
+				break;
+			}
 			d->field_len = 0;
 			d->state = SSE_FIELD;
 			/* fallthrough */
@@ -147,7 +191,7 @@ void rt_sse_dec_feed(struct rt_sse_dec *d, const uint8_t *p, size_t n, rt_sse_em
 			/* fallthrough */
 		case SSE_DATA:
 			run = line_run(p + i, n - i);
-			rt_keepbuf_append(&d->data, p + i, run);
+			append(d, p + i, run);
 			i += run;
 			break;
 		default:
@@ -155,10 +199,13 @@ void rt_sse_dec_feed(struct rt_sse_dec *d, const uint8_t *p, size_t n, rt_sse_em
 			break;
 		}
 	}
+	/* the caller's bytes are gone after this call */
+	flush_ref(d);
 }
 
 void rt_sse_dec_gap(struct rt_sse_dec *d, bool framing_lost)
 {
+	flush_ref(d);
 	/* Most of an event stream is data lines: what follows the gap is taken
 	 * as the rest of one, so a tail holding a final event's end is kept. */
 	d->incomplete = d->pending = true;
@@ -186,7 +233,8 @@ void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_ss
 {
 	struct rt_http_json_facts f;
 
-	memset(out, 0, sizeof(*out));
+	/* reported[] past n_reported is never read: a few hundred bytes not cleared per event */
+	memset(out, 0, offsetof(struct rt_sse_event, reported));
 	out->incomplete = incomplete;
 	out->tokens_out = -1;
 	out->id_slot = -1;
@@ -211,7 +259,7 @@ void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_ss
 	out->id_slot = f.id_slot;
 	memcpy(out->response_id, f.response_id, sizeof(out->response_id));
 	out->n_reported = f.n_reported;
-	memcpy(out->reported, f.reported, sizeof(out->reported));
+	memcpy(out->reported, f.reported, f.n_reported * sizeof(f.reported[0]));
 	if (f.content)
 		out->kind = RT_SSE_CONTENT;
 	else if (f.usage)

@@ -326,6 +326,41 @@ static void test_id_slot(void **state)
 	}
 }
 
+/*
+ * A kept head and tail is scanned from an index of where the keys occur;
+ * past its room (64 hits) the scan searches the text as it did before the
+ * index: the same facts either way.
+ */
+static void test_partial_many_keys(void **state)
+{
+	static char text[8192];
+	struct rt_http_json_facts few, many;
+	const char *tail = "\"usage\":{\"completion_tokens\":3},\"timings\":{\"predicted_n\":4},"
+			   "\"tokens_predicted\":5,\"id_slot\":2,\"content\":\"y\"}";
+	size_t n = 0;
+
+	(void)state;
+	n += (size_t)snprintf(text, sizeof(text), "{\"id\":\"r-1\",");
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "%s", tail);
+	rt_http_json_facts(text, n, true, &few);
+	n = (size_t)snprintf(text, sizeof(text), "{\"id\":\"r-1\",");
+	for (int i = 0; i < 100; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "\"text\":\"\",\"usage\":[%d],\"content\" :\"\",", i);
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "%s", tail);
+	rt_http_json_facts(text, n, true, &many);
+	assert_true(few.content && many.content && few.usage && many.usage);
+	assert_int_equal(few.tokens_out, 3);
+	assert_int_equal(many.tokens_out, 3);
+	assert_int_equal(many.id_slot, 2);
+	assert_string_equal(many.response_id, "r-1");
+	assert_int_equal(many.n_reported, few.n_reported);
+	for (uint32_t k = 0; k < few.n_reported; k++) {
+		assert_string_equal(many.reported[k].name, few.reported[k].name);
+		assert_true(many.reported[k].value == few.reported[k].value);
+	}
+}
+
 static void test_cases(void **state)
 {
 	(void)state;
@@ -435,9 +470,8 @@ static void test_corpus(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_id_slot),
-		cmocka_unit_test(test_cases),
-		cmocka_unit_test(test_mutations),
+		cmocka_unit_test(test_id_slot), cmocka_unit_test(test_partial_many_keys),
+		cmocka_unit_test(test_cases),	cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_corpus),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -136,7 +136,7 @@ struct rt_sse_event {
 	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* the event's top-level "id"; "" none */
 	int32_t id_slot; /* llama-server's top-level "id_slot", -1 none */
 	uint32_t n_reported;
-	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX];
+	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX]; /* past n_reported: unspecified */
 };
 
 struct rt_http_resp_done {
