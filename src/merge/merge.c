@@ -360,6 +360,11 @@ static struct entry *cal_head(struct rt_merge *m)
 	m->cal_n -= m->cur_n;
 	m->cur_no = m->cal_base++;
 	m->cur_open = true;
+	/* the next buckets' entries were written long ago: start loading them */
+	bk = &m->cal[m->cal_base & (CAL_N - 1)];
+	if (bk->n)
+		__builtin_prefetch(bk->e);
+	__builtin_prefetch(&m->cal[(m->cal_base + 1) & (CAL_N - 1)]);
 	sorted = m->scratch_cap < m->cur_n ? m->cur : stable_sort(m->cur, m->scratch, m->cur_n);
 	if (sorted != m->cur) {
 		t = m->cur, cap = m->cur_cap;
