@@ -482,17 +482,31 @@ static void prefetch_lines(const void *p, unsigned int lines)
  * (the switch and wakeup records, which name two threads, do the same in
  * cpu.c). Only loads: nothing changes here.
  */
-static void prefetch_for(struct rt_correlator *c, const struct rt_event_hdr *ev)
+/*
+ * What a record's handler looks up first: its thread(s), process and, for
+ * socket I/O, connection. The switch and wakeup records name two threads;
+ * with two_threads false they are left out (cpu.c loads those itself).
+ * false: a kind whose handler makes none of these lookups.
+ */
+static bool state_keys(const struct rt_event_hdr *ev, bool two_threads, uint32_t *a, uint32_t *b,
+		       uint64_t *conn_key)
 {
-	uint64_t conn_key = 0;
-
+	*a = ev->tid;
+	*b = 0;
+	*conn_key = 0;
 	switch (ev->kind) {
+	case RT_EV_SCHED_SWITCH:
+		*a = ((const struct rt_ev_sched_switch *)ev)->prev_tid;
+		*b = ((const struct rt_ev_sched_switch *)ev)->next_tid;
+		return two_threads;
+	case RT_EV_SCHED_WAKING:
+		*b = ((const struct rt_ev_sched_waking *)ev)->target_tid;
+		return two_threads;
 	case RT_EV_SOCK_RECV:
 	case RT_EV_SOCK_SEND:
-		conn_key = ((uint64_t)ev->pid << 32) |
-			   (uint32_t)((const struct rt_ev_sock_io *)ev)->fd;
-		rt_hmap_prefetch(&c->conns, conn_key);
-		break;
+		*conn_key = ((uint64_t)ev->pid << 32) |
+			    (uint32_t)((const struct rt_ev_sock_io *)ev)->fd;
+		return true;
 	case RT_EV_MARK_BEGIN:
 	case RT_EV_MARK_END:
 	case RT_EV_MARK_STEP_BEGIN:
@@ -500,15 +514,41 @@ static void prefetch_for(struct rt_correlator *c, const struct rt_event_hdr *ev)
 	case RT_EV_MARK_STEP_END:
 	case RT_EV_CUDA_API_ENTER:
 	case RT_EV_CUDA_API_EXIT:
-		break;
+		return true;
 	default:
+		return false;
+	}
+}
+
+/* !deep: start loading the hash slots; deep: the entries they point to. */
+static void prefetch_state(const struct rt_correlator *c, uint32_t a, uint32_t b, uint32_t pid,
+			   uint64_t conn_key, bool deep)
+{
+	if (!deep) {
+		if (a)
+			rt_hmap_prefetch(&c->threads, a);
+		if (b)
+			rt_hmap_prefetch(&c->threads, b);
+		rt_hmap_prefetch(&c->procs, pid);
+		if (conn_key)
+			rt_hmap_prefetch(&c->conns, conn_key);
 		return;
 	}
-	rt_hmap_prefetch(&c->threads, ev->tid);
-	rt_hmap_prefetch(&c->procs, ev->pid);
 	if (conn_key)
 		prefetch_lines(rt_hmap_get(&c->conns, conn_key), 2);
-	prefetch_lines(ev->tid ? rt_hmap_get(&c->threads, ev->tid) : NULL, 3);
+	prefetch_lines(a ? rt_hmap_get(&c->threads, a) : NULL, 3);
+	prefetch_lines(b ? rt_hmap_get(&c->threads, b) : NULL, 3);
+}
+
+static void prefetch_for(struct rt_correlator *c, const struct rt_event_hdr *ev)
+{
+	uint32_t a, b;
+	uint64_t conn_key;
+
+	if (!state_keys(ev, false, &a, &b, &conn_key))
+		return;
+	prefetch_state(c, a, b, ev->pid, conn_key, false);
+	prefetch_state(c, a, b, ev->pid, conn_key, true);
 }
 
 #define PREFETCH_MIN_THREADS 2048
@@ -516,55 +556,20 @@ static void prefetch_for(struct rt_correlator *c, const struct rt_event_hdr *ev)
 void rt_correlator__prefetch(const struct rt_correlator *c, const struct rt_event_hdr *ev,
 			     bool deep)
 {
-	uint32_t a = ev->tid, b = 0;
-	uint64_t conn_key = 0;
+	uint32_t a, b;
+	uint64_t conn_key;
 
 	/*
 	 * A few hundred threads' state stays in cache by itself: the hashing
 	 * here would be pure cost (measured: 4% of the pipeline with tens of
 	 * requests in flight).
 	 */
-	if (c->threads.len < PREFETCH_MIN_THREADS || ev->size < rt_event_min_size(ev->kind))
+	if (c->threads.len < PREFETCH_MIN_THREADS || ev->size < rt_event_min_size(ev->kind) ||
+	    !state_keys(ev, true, &a, &b, &conn_key))
 		return;
-	switch (ev->kind) {
-	case RT_EV_SCHED_SWITCH:
-		a = ((const struct rt_ev_sched_switch *)ev)->prev_tid;
-		b = ((const struct rt_ev_sched_switch *)ev)->next_tid;
-		break;
-	case RT_EV_SCHED_WAKING:
-		b = ((const struct rt_ev_sched_waking *)ev)->target_tid;
-		break;
-	case RT_EV_SOCK_RECV:
-	case RT_EV_SOCK_SEND:
-		conn_key = ((uint64_t)ev->pid << 32) |
-			   (uint32_t)((const struct rt_ev_sock_io *)ev)->fd;
-		break;
-	case RT_EV_MARK_BEGIN:
-	case RT_EV_MARK_END:
-	case RT_EV_MARK_STEP_BEGIN:
-	case RT_EV_MARK_STEP_MEMBER:
-	case RT_EV_MARK_STEP_END:
-	case RT_EV_CUDA_API_ENTER:
-	case RT_EV_CUDA_API_EXIT:
-		break;
-	default:
-		return;
-	}
-	if (!deep) {
-		if (a)
-			rt_hmap_prefetch(&c->threads, a);
-		if (b)
-			rt_hmap_prefetch(&c->threads, b);
-		rt_hmap_prefetch(&c->procs, ev->pid);
-		if (conn_key)
-			rt_hmap_prefetch(&c->conns, conn_key);
-		return;
-	}
-	prefetch_lines(a ? rt_hmap_get(&c->threads, a) : NULL, 3);
-	prefetch_lines(b ? rt_hmap_get(&c->threads, b) : NULL, 3);
-	prefetch_lines(rt_hmap_get(&c->procs, ev->pid), 1);
-	if (conn_key)
-		prefetch_lines(rt_hmap_get(&c->conns, conn_key), 2);
+	if (deep)
+		prefetch_lines(rt_hmap_get(&c->procs, ev->pid), 1);
+	prefetch_state(c, a, b, ev->pid, conn_key, deep);
 }
 
 void rt_correlator__event(struct rt_correlator *c, const struct rt_event_hdr *ev, bool late)
