@@ -35,6 +35,24 @@ static void put_str(char *buf, size_t len, size_t *pos, const char *src)
 	buf[*pos] = '\0';
 }
 
+/* inet_ntop(AF_INET) as it writes it, without the sprintf it makes */
+static void fmt_ipv4(char *buf, const uint8_t *b)
+{
+	char *q = buf;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		unsigned int v = b[i];
+
+		if (v >= 100)
+			*q++ = (char)('0' + v / 100);
+		if (v >= 10)
+			*q++ = (char)('0' + v / 10 % 10);
+		*q++ = (char)('0' + v % 10);
+		*q++ = i < 3 ? '.' : '\0';
+	}
+}
+
 /*
  * "ip:port" or "[v6]:port" without snprintf's few hundred instructions:
  * once per connection, which with short connections is once per request.
@@ -46,7 +64,7 @@ static void fmt_addr(char *buf, size_t len, const struct rt_sock_addr *a)
 	size_t pos = 0;
 
 	if (a->family == RT_AF_INET)
-		inet_ntop(AF_INET, a->addr, ip, sizeof(ip));
+		fmt_ipv4(ip, a->addr);
 	else if (a->family == RT_AF_INET6)
 		inet_ntop(AF_INET6, a->addr, ip, sizeof(ip));
 	*--q = '\0';
