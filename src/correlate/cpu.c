@@ -265,15 +265,25 @@ static uint32_t burst_owners(const struct rt_thread *t, uint64_t *out)
 struct rt_span_thread *rt_cpu_span_thread(struct rt_req *r, const struct rt_thread *t)
 {
 	struct rt_span_cpu *cpu = &r->span.cpu;
-	uint32_t i;
+	uint32_t i = r->span_thread_hint;
 
+	/*
+	 * A request's pieces come in runs from one thread: the last one found
+	 * is first tried, one line instead of the array's twelve. tids are
+	 * unique in the array, so it finds what the scan would.
+	 */
+	if (i < cpu->n_threads && cpu->threads[i].tid == t->tid)
+		return &cpu->threads[i];
 	for (i = 0; i < cpu->n_threads; i++)
-		if (cpu->threads[i].tid == t->tid)
+		if (cpu->threads[i].tid == t->tid) {
+			r->span_thread_hint = i;
 			return &cpu->threads[i];
+		}
 	if (cpu->n_threads >= RT_SPAN_THREADS_MAX) {
 		cpu->threads_dropped++;
 		return NULL;
 	}
+	r->span_thread_hint = cpu->n_threads;
 	cpu->threads[cpu->n_threads].tid = t->tid;
 	memcpy(cpu->threads[cpu->n_threads].comm, t->comm, RT_SPAN_COMM_MAX);
 	cpu->threads[cpu->n_threads].comm[RT_SPAN_COMM_MAX - 1] = '\0';

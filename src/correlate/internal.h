@@ -139,6 +139,7 @@ struct rt_req {
 	struct rt_req_vllm *vllm; /* vLLM engine requests joined (vllm.c), NULL: none */
 	uint64_t vllm_tried; /* vllm.c: what a join was last tried with (0: never) */
 	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
+	uint32_t span_thread_hint; /* cpu.c: span.cpu.threads[] index last found */
 	int32_t id_slot; /* the response's "id_slot" (llama-server's sequence), -1: none seen */
 	/* started before the trace and joined mid-body: the first event seen is
 	 * not its first token; resp_last_exit: exit of the last write seen */
