@@ -1092,7 +1092,16 @@ static int cmp_tid(const void *a, const void *b)
 
 void rt_cpu_sort_threads(struct rt_span_cpu *cpu)
 {
-	qsort(cpu->threads, cpu->n_threads, sizeof(cpu->threads[0]), cmp_tid);
+	uint32_t i, j;
+
+	/* at most RT_SPAN_THREADS_MAX, tids unique: the order qsort gives, without its calls */
+	for (i = 1; i < cpu->n_threads; i++) {
+		struct rt_span_thread x = cpu->threads[i];
+
+		for (j = i; j > 0 && cmp_tid(&cpu->threads[j - 1], &x) > 0; j--)
+			cpu->threads[j] = cpu->threads[j - 1];
+		cpu->threads[j] = x;
+	}
 }
 
 uint32_t rt_cpu_owners(const struct rt_thread *t, uint64_t *out, uint32_t max)

@@ -59,7 +59,19 @@ static void itl(struct rt_req *r)
 
 	if (!n || !r->gaps)
 		return;
-	qsort(r->gaps, n, sizeof(*r->gaps), cmp_i64);
+	if (n <= 32) { /* the usual few: qsort's setup and indirect compares cost more */
+		uint32_t i, j;
+
+		for (i = 1; i < n; i++) {
+			int64_t x = r->gaps[i];
+
+			for (j = i; j > 0 && r->gaps[j - 1] > x; j--)
+				r->gaps[j] = r->gaps[j - 1];
+			r->gaps[j] = x;
+		}
+	} else {
+		qsort(r->gaps, n, sizeof(*r->gaps), cmp_i64);
+	}
 	r->span.itl_present = true;
 	r->span.itl_p50_ns = nearest_rank(r->gaps, n, 50);
 	r->span.itl_p99_ns = nearest_rank(r->gaps, n, 99);
