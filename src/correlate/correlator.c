@@ -237,6 +237,8 @@ struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_
 
 static void release(struct rt_correlator *c, struct rt_req *r)
 {
+	uint64_t id_key = rt_hash_str(r->span.request_id);
+
 	rt_req_set_changed(c, r);
 	if (!r->proc) {
 		c->orphan_reqs--;
@@ -248,8 +250,8 @@ static void release(struct rt_correlator *c, struct rt_req *r)
 		if (r->pnext)
 			r->pnext->pprev = r->pprev;
 	}
-	if (rt_hmap_get(&c->req_ids, rt_hash_str(r->span.request_id)) == r)
-		rt_hmap_del(&c->req_ids, rt_hash_str(r->span.request_id));
+	if (rt_hmap_get(&c->req_ids, id_key) == r)
+		rt_hmap_del(&c->req_ids, id_key);
 	if (r->bind_key && (uint64_t)(uintptr_t)rt_hmap_get(&c->binds, r->bind_key) == r->serial)
 		rt_hmap_del(&c->binds, r->bind_key);
 	rt_hmap_del(&c->reqs, r->serial);
