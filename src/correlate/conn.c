@@ -21,24 +21,69 @@ static uint64_t conn_key(uint32_t pid, int32_t fd)
 	return ((uint64_t)pid << 32) | (uint32_t)fd;
 }
 
+/* Appends src at *pos in buf[0..len) as snprintf would, truncating. */
+static void put_str(char *buf, size_t len, size_t *pos, const char *src)
+{
+	size_t l = strlen(src);
+
+	if (*pos + 1 >= len)
+		return;
+	if (l > len - 1 - *pos)
+		l = len - 1 - *pos;
+	memcpy(buf + *pos, src, l);
+	*pos += l;
+	buf[*pos] = '\0';
+}
+
+/* inet_ntop(AF_INET) as it writes it, without the sprintf it makes */
+static void fmt_ipv4(char *buf, const uint8_t *b)
+{
+	char *q = buf;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		unsigned int v = b[i];
+
+		if (v >= 100)
+			*q++ = (char)('0' + v / 100);
+		if (v >= 10)
+			*q++ = (char)('0' + v / 10 % 10);
+		*q++ = (char)('0' + v % 10);
+		*q++ = i < 3 ? '.' : '\0';
+	}
+}
+
+/*
+ * "ip:port" or "[v6]:port" without snprintf's few hundred instructions:
+ * once per connection, which with short connections is once per request.
+ */
 static void fmt_addr(char *buf, size_t len, const struct rt_sock_addr *a)
 {
-	char ip[INET6_ADDRSTRLEN] = "?";
+	char ip[INET6_ADDRSTRLEN] = "?", port[8], *q = port + sizeof(port);
+	unsigned int v = a->port;
+	size_t pos = 0;
 
 	if (a->family == RT_AF_INET)
-		inet_ntop(AF_INET, a->addr, ip, sizeof(ip));
+		fmt_ipv4(ip, a->addr);
 	else if (a->family == RT_AF_INET6)
 		inet_ntop(AF_INET6, a->addr, ip, sizeof(ip));
+	*--q = '\0';
+	do
+		*--q = (char)('0' + v % 10);
+	while (v /= 10);
+	buf[0] = '\0';
 	if (a->family == RT_AF_INET6)
-		snprintf(buf, len, "[%s]:%u", ip, a->port);
-	else
-		snprintf(buf, len, "%s:%u", ip, a->port);
+		put_str(buf, len, &pos, "[");
+	put_str(buf, len, &pos, ip);
+	put_str(buf, len, &pos, a->family == RT_AF_INET6 ? "]:" : ":");
+	put_str(buf, len, &pos, q);
 }
 
 static void describe(struct rt_conn *conn, const struct rt_sock_addr *client,
 		     const struct rt_sock_addr *server)
 {
 	char a[56], b[56]; /* "[v6]:port" */
+	size_t pos = 0;
 
 	if (client->family == RT_AF_UNIX || server->family == RT_AF_UNIX) {
 		snprintf(conn->desc, sizeof(conn->desc), "unix");
@@ -50,7 +95,10 @@ static void describe(struct rt_conn *conn, const struct rt_sock_addr *client,
 	}
 	fmt_addr(a, sizeof(a), client);
 	fmt_addr(b, sizeof(b), server);
-	snprintf(conn->desc, sizeof(conn->desc), "%s->%s", a, b);
+	conn->desc[0] = '\0';
+	put_str(conn->desc, sizeof(conn->desc), &pos, a);
+	put_str(conn->desc, sizeof(conn->desc), &pos, "->");
+	put_str(conn->desc, sizeof(conn->desc), &pos, b);
 }
 
 static struct rt_conn *conn_new(struct rt_correlator *c, uint32_t pid, int32_t fd, bool predates)

@@ -265,29 +265,59 @@ static uint32_t burst_owners(const struct rt_thread *t, uint64_t *out)
 struct rt_span_thread *rt_cpu_span_thread(struct rt_req *r, const struct rt_thread *t)
 {
 	struct rt_span_cpu *cpu = &r->span.cpu;
-	uint32_t i;
+	uint32_t i = r->span_thread_hint;
 
+	/*
+	 * A request's pieces come in runs from one thread: the last one found
+	 * is first tried, one line instead of the array's twelve. tids are
+	 * unique in the array, so it finds what the scan would.
+	 */
+	if (i < cpu->n_threads && cpu->threads[i].tid == t->tid)
+		return &cpu->threads[i];
 	for (i = 0; i < cpu->n_threads; i++)
-		if (cpu->threads[i].tid == t->tid)
+		if (cpu->threads[i].tid == t->tid) {
+			r->span_thread_hint = i;
 			return &cpu->threads[i];
+		}
 	if (cpu->n_threads >= RT_SPAN_THREADS_MAX) {
 		cpu->threads_dropped++;
 		return NULL;
 	}
+	r->span_thread_hint = cpu->n_threads;
 	cpu->threads[cpu->n_threads].tid = t->tid;
 	memcpy(cpu->threads[cpu->n_threads].comm, t->comm, RT_SPAN_COMM_MAX);
 	cpu->threads[cpu->n_threads].comm[RT_SPAN_COMM_MAX - 1] = '\0';
 	return &cpu->threads[cpu->n_threads++];
 }
 
-void rt_span_slice_add(struct rt_span_cpu *cpu, uint32_t tid, uint64_t from, uint64_t to,
-		       bool shared)
+void rt_span_slice_add(struct rt_req *r, uint32_t tid, uint64_t from, uint64_t to, bool shared)
 {
+	struct rt_span_cpu *cpu = &r->span.cpu;
 	struct rt_span_slice *sl;
 	uint32_t i;
 
 	if (to <= from)
 		return;
+	/*
+	 * Two shortcuts that leave the array as the scan below would, from
+	 * what it keeps true: slices of one tid and kind never touch, and
+	 * r->slices_end is at or after every slice's end. A piece starting
+	 * after it touches none. A piece starting inside the last slice, when
+	 * that one ends at slices_end, touches only it (another of its kind
+	 * ending at or after the piece's start would touch it too): the scan
+	 * would take it out and put the union back in its place.
+	 */
+	if (cpu->n_slices) {
+		sl = &cpu->slices[cpu->n_slices - 1];
+		if (sl->tid == tid && sl->shared == shared && sl->end_ns == r->slices_end &&
+		    from >= sl->start_ns && from <= sl->end_ns) {
+			if (to > sl->end_ns)
+				sl->end_ns = r->slices_end = to;
+			return;
+		}
+	}
+	if (from > r->slices_end)
+		goto place;
 	/*
 	 * Pieces are cut at every scheduler record: one stretch is one slice.
 	 * The piece absorbs every slice it touches (it may join two).
@@ -303,6 +333,7 @@ void rt_span_slice_add(struct rt_span_cpu *cpu, uint32_t tid, uint64_t from, uin
 			to = sl->end_ns;
 		*sl = cpu->slices[--cpu->n_slices];
 	}
+place:
 	if (cpu->n_slices >= RT_SPAN_SLICES_MAX) {
 		/* full: the shortest goes, so scheduler noise cannot crowd out the work */
 		uint32_t k = 0;
@@ -322,6 +353,8 @@ void rt_span_slice_add(struct rt_span_cpu *cpu, uint32_t tid, uint64_t from, uin
 	sl->end_ns = to;
 	sl->tid = tid;
 	sl->shared = shared;
+	if (to > r->slices_end)
+		r->slices_end = to;
 }
 
 /* The on-CPU stretches of a piece: when it ran (slices), n of them, dropped more. */
@@ -369,8 +402,8 @@ static void charge_live(struct rt_correlator *c, struct rt_thread *t, struct rt_
 			if (st)
 				st->on_cpu_ns += share;
 			for (uint32_t k = 0; when && k < when->n; k++)
-				rt_span_slice_add(&r->span.cpu, t->tid, when->iv[k].from,
-						  when->iv[k].to, live > 1);
+				rt_span_slice_add(r, t->tid, when->iv[k].from, when->iv[k].to,
+						  live > 1);
 			if (when)
 				r->span.cpu.slices_dropped += when->dropped;
 			break;
@@ -1082,7 +1115,16 @@ static int cmp_tid(const void *a, const void *b)
 
 void rt_cpu_sort_threads(struct rt_span_cpu *cpu)
 {
-	qsort(cpu->threads, cpu->n_threads, sizeof(cpu->threads[0]), cmp_tid);
+	uint32_t i, j;
+
+	/* at most RT_SPAN_THREADS_MAX, tids unique: the order qsort gives, without its calls */
+	for (i = 1; i < cpu->n_threads; i++) {
+		struct rt_span_thread x = cpu->threads[i];
+
+		for (j = i; j > 0 && cmp_tid(&cpu->threads[j - 1], &x) > 0; j--)
+			cpu->threads[j] = cpu->threads[j - 1];
+		cpu->threads[j] = x;
+	}
 }
 
 uint32_t rt_cpu_owners(const struct rt_thread *t, uint64_t *out, uint32_t max)

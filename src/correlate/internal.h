@@ -139,6 +139,8 @@ struct rt_req {
 	struct rt_req_vllm *vllm; /* vLLM engine requests joined (vllm.c), NULL: none */
 	uint64_t vllm_tried; /* vllm.c: what a join was last tried with (0: never) */
 	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
+	uint32_t span_thread_hint; /* cpu.c: span.cpu.threads[] index last found */
+	uint64_t slices_end; /* cpu.c: no slice of span.cpu ends after it */
 	int32_t id_slot; /* the response's "id_slot" (llama-server's sequence), -1: none seen */
 	/* started before the trace and joined mid-body: the first event seen is
 	 * not its first token; resp_last_exit: exit of the last write seen */
@@ -618,7 +620,6 @@ void rt_req_comm_piece(struct rt_req *r, uint64_t from, uint64_t to);
  * Thread tid ran on a CPU for r over [from, to): a slice of r's timeline,
  * merged with a slice of the same thread it touches or overlaps.
  */
-void rt_span_slice_add(struct rt_span_cpu *cpu, uint32_t tid, uint64_t from, uint64_t to,
-		       bool shared);
+void rt_span_slice_add(struct rt_req *r, uint32_t tid, uint64_t from, uint64_t to, bool shared);
 
 #endif /* RT_CORRELATE_INTERNAL_H */

@@ -241,7 +241,7 @@ void rt_pool_runq_was_on(struct rt_correlator *c, struct rt_thread *t, uint64_t 
 				st->runq_ns -= x;
 				st->on_cpu_ns += x;
 			}
-			rt_span_slice_add(cpu, t->tid, a, b, true);
+			rt_span_slice_add(r, t->tid, a, b, true);
 			if (cpu->pool_ns == RT_NULL_NS)
 				cpu->pool_ns = 0;
 			cpu->pool_ns += x;
@@ -310,7 +310,7 @@ bool rt_pool_charge(struct rt_correlator *c, struct rt_thread *t, bool on_cpu, i
 		cpu->on_cpu_ns += share;
 		if (st)
 			st->on_cpu_ns += share;
-		rt_span_slice_add(cpu, t->tid, from, to, true);
+		rt_span_slice_add(r, t->tid, from, to, true);
 		if (cpu->pool_ns == RT_NULL_NS)
 			cpu->pool_ns = 0;
 		cpu->pool_ns += share;
