@@ -90,7 +90,8 @@ static size_t utf8(unsigned long cp, unsigned char *out)
  * classic has-zero-byte test; its lowest flagged byte is always a true
  * match, and bytes are read little-end first), the rest one by one.
  */
-static size_t stop_at(const unsigned char *s, size_t i, size_t n)
+static inline __attribute__((always_inline)) size_t stop_at(const unsigned char *s, size_t i,
+							    size_t n)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
@@ -355,9 +356,15 @@ static bool key(struct jw *p, const char *const *names, const unsigned char *len
 		for (size_t k = 0; k < n_names; k++) {
 			size_t l = lens[k];
 
+			size_t j = 1;
+
+			if (rl < l || raw[0] != (unsigned char)names[k][0])
+				continue;
+			/* names are short: a call to memcmp costs more than the bytes */
+			while (j < l && raw[j] == (unsigned char)names[k][j])
+				j++;
 			/* a NUL right after the name cuts the key there */
-			if (rl >= l && raw[0] == (unsigned char)names[k][0] &&
-			    !memcmp(raw, names[k], l) && (rl == l || !raw[l])) {
+			if (j == l && (rl == l || !raw[l])) {
 				if (!at[k])
 					*which = k;
 				break;
