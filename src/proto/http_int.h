@@ -9,7 +9,7 @@
  *                 states, shared by the two).
  *   http_util.c   bounded head+tail byte keeper, small string helpers.
  *   http_json.c   usage/timings/content facts from a JSON text (json_walk.c's
- *                 two passes, or a bounded scan when only a head and a tail
+ *                 one walk, or a bounded scan when only a head and a tail
  *                 were kept).
  *   json_walk.c   a whole JSON text's facts without a tree.
  *   sse.c         Server-Sent Events line decoder and rt_sse_classify().

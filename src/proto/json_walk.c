@@ -5,14 +5,17 @@
  * Every SSE event of every streamed response is a JSON text; cJSON gave
  * each value a heap node, and parsing plus its malloc/free were a sixth of
  * the correlator's time with tens of requests in flight (docs/benchmarks.md).
- * This reads the same facts in two passes over the bytes and allocates
- * nothing: the first validates the text as cJSON 1.7 accepts it (trailing
+ * This reads the same facts as it validates the text, and allocates
+ * nothing: one walk checks the text as cJSON 1.7 accepts it (trailing
  * bytes after the value allowed, a UTF-8 BOM skipped, whitespace any byte
  * up to 0x20, numbers as strtod reads the run of [0-9+-eE.], "\u" escapes
- * with its surrogate rules, an invalid hex digit read as 0) and notes where
- * the top-level members the facts come from first appear; the second reads
- * those values in the order the tree walk did. A string is what cJSON's
- * valuestring holds: unescaped and cut at its first NUL.
+ * with its surrogate rules, an invalid hex digit read as 0) and reads the
+ * members the facts come from where they lie: keys compared in place,
+ * "choices" elements and "usage"/"timings" objects as they are validated.
+ * Only a "timings" seen before "usage" is read again after the walk (the
+ * tree walk reported usage first), and the few scalar members are read at
+ * the offsets the walk noted. A string is what cJSON's valuestring holds:
+ * unescaped and cut at its first NUL.
  * tests/unit/test_json_walk.c holds it to cJSON itself, fact for fact, on
  * hand-made edge cases, the fuzz corpora and a million mutations of them.
  */
@@ -87,7 +90,8 @@ static size_t utf8(unsigned long cp, unsigned char *out)
  * classic has-zero-byte test; its lowest flagged byte is always a true
  * match, and bytes are read little-end first), the rest one by one.
  */
-static size_t stop_at(const unsigned char *s, size_t i, size_t n)
+static inline __attribute__((always_inline)) size_t stop_at(const unsigned char *s, size_t i,
+							    size_t n)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
@@ -323,26 +327,73 @@ static bool array(struct jw *p)
 	return true;
 }
 
-/* The top level's first "choices" array, read as the walk validates it. */
-struct choices_hook {
-	size_t k; /* its index in names */
-	bool seen; /* it was an array, and content tells what it holds */
-	bool content;
-};
+/*
+ * A member of an object with names that a hook reads itself: 1 when the
+ * hook read (and validated) the value, 0 when value() should, -1 when the
+ * text does not parse.
+ */
+typedef int (*member_hook)(struct jw *p, size_t k, void *ctx);
 
-static bool choices_walk(struct jw *p, bool *content);
+/*
+ * The key at p->i ('"'), consumed: *which is the first names[k] (lens[k]
+ * its length) it equals as a C string would hold it (cut at its first
+ * NUL) whose at[k] is still 0, n_names when none. Most keys hold no
+ * backslash: compared where they lie, not copied.
+ */
+static bool key(struct jw *p, const char *const *names, const unsigned char *lens, const size_t *at,
+		size_t n_names, size_t *which)
+{
+	const unsigned char *s = p->s;
+	size_t st = p->i + 1, end = stop_at(s, st, p->n);
+	char buf[24];
+	size_t kl;
+
+	*which = n_names;
+	if (end < p->n && s[end] == '"') {
+		const unsigned char *raw = s + st;
+		size_t rl = end - st;
+
+		for (size_t k = 0; k < n_names; k++) {
+			size_t l = lens[k];
+
+			size_t j = 1;
+
+			if (rl < l || raw[0] != (unsigned char)names[k][0])
+				continue;
+			/* names are short: a call to memcmp costs more than the bytes */
+			while (j < l && raw[j] == (unsigned char)names[k][j])
+				j++;
+			/* a NUL right after the name cuts the key there */
+			if (j == l && (rl == l || !raw[l])) {
+				if (!at[k])
+					*which = k;
+				break;
+			}
+		}
+		p->i = end + 1;
+		return true;
+	}
+	if (!string(p, buf, sizeof(buf), &kl))
+		return false;
+	for (size_t k = 0; k < n_names && kl < sizeof(buf); k++) {
+		if (buf[0] == names[k][0] && !strcmp(buf, names[k])) {
+			if (!at[k])
+				*which = k;
+			break;
+		}
+	}
+	return true;
+}
 
 /*
  * An object at p->i. With names, the offset of the value of the first
- * member called names[k] goes to at[k] (0: none; a value is never at 0).
- * With hook, the first member called names[hook->k], when an array, is
- * read by choices_walk (the same validation as value()).
+ * member called names[k] goes to at[k] (0: none; a value is never at 0),
+ * and hook, when given, may read that value itself.
  */
-static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_names,
-		   struct choices_hook *hook)
+static bool object(struct jw *p, const char *const *names, const unsigned char *lens, size_t *at,
+		   size_t n_names, member_hook hook, void *ctx)
 {
-	char key[24];
-	size_t kl;
+	size_t kl, k;
 
 	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
 		return false;
@@ -355,24 +406,30 @@ static bool object(struct jw *p, const char *const *names, size_t *at, size_t n_
 	}
 	for (;;) {
 		ws(p);
-		if (!string(p, key, n_names ? sizeof(key) : 0, &kl))
+		if (p->i >= p->n || p->s[p->i] != '"')
 			return false;
+		if (n_names) {
+			if (!key(p, names, lens, at, n_names, &k))
+				return false;
+		} else {
+			if (!string(p, NULL, 0, &kl))
+				return false;
+			k = 0;
+		}
 		ws(p);
 		if (p->i >= p->n || p->s[p->i] != ':')
 			return false;
 		p->i++;
 		ws(p);
-		/* the first byte tells most names apart: few calls to strcmp */
-		for (size_t k = 0; k < n_names && kl < sizeof(key); k++) {
-			if (!at[k] && key[0] == names[k][0] && !strcmp(key, names[k])) {
-				at[k] = p->i;
-				if (hook && k == hook->k && p->i < p->n && p->s[p->i] == '[') {
-					if (!choices_walk(p, &hook->content))
-						return false;
-					hook->seen = true;
+		if (k < n_names) {
+			at[k] = p->i;
+			if (hook) {
+				int r = hook(p, k, ctx);
+
+				if (r < 0)
+					return false;
+				if (r)
 					goto next;
-				}
-				break;
 			}
 		}
 		if (!value(p))
@@ -411,7 +468,7 @@ static bool value(struct jw *p)
 	case '[':
 		return array(p);
 	case '{':
-		return object(p, NULL, NULL, 0, NULL);
+		return object(p, NULL, NULL, NULL, 0, NULL, NULL);
 	default:
 		if (p->s[p->i] == '-' || (p->s[p->i] >= '0' && p->s[p->i] <= '9'))
 			return number(p, &d);
@@ -452,33 +509,27 @@ static bool trailing_ok(const struct jw *p)
 	return true;
 }
 
-/* ---- the second pass: values of a text the first pass accepted ----------- */
+/* ---- facts read as the walk validates ------------------------------------ */
 
 static char kind_at(const struct jw *t, size_t at)
 {
 	return at ? (char)t->s[at] : 0;
 }
 
-/* the value of the first member `name` of the object at `at`, 0 if none */
-static size_t member(const struct jw *t, size_t at, const char *name)
-{
-	struct jw p = { t->s, t->n, at, 0 };
-	const char *names[1] = { name };
-	size_t found = 0;
-
-	if (kind_at(t, at) != '{')
-		return 0;
-	(void)object(&p, names, &found, 1, NULL);
-	return found;
-}
-
+/*
+ * Whether the string at `at` (one the walk accepted) is non-empty as a C
+ * string: its first character, unescaped, is no NUL. An escape other than
+ * "\u" never is; a "\u" is NUL only as 0000 or with a bad hex digit.
+ */
 static bool nonempty_string(const struct jw *t, size_t at)
 {
-	struct jw p = { t->s, t->n, at, 0 };
-	char c[1];
-	size_t l;
+	const unsigned char *s = t->s + at;
 
-	return kind_at(t, at) == '"' && string(&p, c, sizeof(c), &l) && l > 0;
+	if (kind_at(t, at) != '"' || s[1] == '"' || !s[1])
+		return false;
+	if (s[1] != '\\' || s[2] != 'u')
+		return true;
+	return hex4(s + 3) != 0;
 }
 
 static bool number_at(const struct jw *t, size_t at, double *v)
@@ -491,52 +542,103 @@ static bool number_at(const struct jw *t, size_t at, double *v)
 	return number(&p, v) && isfinite(*v);
 }
 
-static void set_tokens_at(const struct jw *t, size_t at, struct rt_http_json_facts *f)
+static void set_tokens(struct rt_http_json_facts *f, bool have, double v)
 {
-	double v;
-
-	if (number_at(t, at, &v) && f->tokens_out < 0 && v >= 0 && v <= TOKENS_MAX)
+	if (have && f->tokens_out < 0 && v >= 0 && v <= TOKENS_MAX)
 		f->tokens_out = (int64_t)v;
 }
 
-/* every numeric member of the object at `at`, as "prefix.name" */
-static void numbers(const struct jw *t, size_t at, const char *prefix, struct rt_http_json_facts *f)
+/*
+ * Every numeric member of the object at p->i reported as "prefix.name",
+ * validated as object() would; *tok, *have the value of the first member
+ * called `count` when it is a finite number.
+ */
+static bool numbers(struct jw *p, const char *prefix, const char *count, size_t count_len,
+		    struct rt_http_json_facts *f, double *tok, bool *have)
 {
-	struct jw p = { t->s, t->n, at + 1, 0 };
 	char name[RT_HTTP_REPORTED_NAME_MAX + 1];
+	bool count_seen = false;
 	size_t nl;
 	double v;
 
-	ws(&p);
-	if (p.i < p.n && p.s[p.i] == '}')
-		return;
-	for (;;) {
-		ws(&p);
-		if (!string(&p, name, sizeof(name), &nl))
-			return;
-		ws(&p);
-		p.i++; /* ':' */
-		ws(&p);
-		if (number_at(t, p.i, &v))
-			rt_http_report(f->reported, &f->n_reported, prefix, name, nl, v);
-		if (!value(&p))
-			return;
-		ws(&p);
-		if (p.i >= p.n || p.s[p.i] != ',')
-			return;
-		p.i++;
+	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+		return false;
+	p->i++;
+	ws(p);
+	if (p->i < p->n && p->s[p->i] == '}') {
+		p->i++;
+		p->depth--;
+		return true;
 	}
+	for (;;) {
+		bool is_count;
+		char c;
+
+		ws(p);
+		if (!string(p, name, sizeof(name), &nl))
+			return false;
+		ws(p);
+		if (p->i >= p->n || p->s[p->i] != ':')
+			return false;
+		p->i++;
+		ws(p);
+		is_count = !count_seen && nl == count_len && !memcmp(name, count, count_len);
+		count_seen |= is_count;
+		c = p->i < p->n ? (char)p->s[p->i] : 0;
+		if (c == '-' || (c >= '0' && c <= '9')) {
+			if (!number(p, &v))
+				return false;
+			if (isfinite(v)) {
+				rt_http_report(f->reported, &f->n_reported, prefix, name, nl, v);
+				if (is_count) {
+					*tok = v;
+					*have = true;
+				}
+			}
+		} else if (!value(p)) {
+			return false;
+		}
+		ws(p);
+		if (p->i < p->n && p->s[p->i] == ',') {
+			p->i++;
+			continue;
+		}
+		break;
+	}
+	if (p->i >= p->n || p->s[p->i] != '}')
+		return false;
+	p->i++;
+	p->depth--;
+	return true;
+}
+
+static const char *const content_names[1] = { "content" };
+static const unsigned char content_lens[1] = { 7 };
+
+/* an element of "choices": its "delta" or "message" object's "content" read in place */
+static int element_hook(struct jw *p, size_t k, void *ctx)
+{
+	size_t at = 0;
+
+	if (k == 0 || p->i >= p->n || p->s[p->i] != '{')
+		return 0;
+	if (!object(p, content_names, content_lens, &at, 1, NULL, NULL))
+		return -1;
+	if (nonempty_string(p, at))
+		*(bool *)ctx = true;
+	return 1;
 }
 
 /*
- * The first top-level "choices" array, in the first pass: validated as
- * array() would, and content set when an element has a non-empty "text",
- * delta.content or message.content (each the first member so called), as
- * the tree walk read them. Saves walking the array a second time.
+ * The first top-level "choices" array, validated as array() would, and
+ * content set when an element has a non-empty "text", delta.content or
+ * message.content (each the first member so called), as the tree walk
+ * read them.
  */
 static bool choices_walk(struct jw *p, bool *content)
 {
 	static const char *const names[3] = { "text", "delta", "message" };
+	static const unsigned char lens[3] = { 4, 5, 7 };
 
 	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
 		return false;
@@ -552,11 +654,9 @@ static bool choices_walk(struct jw *p, bool *content)
 		if (p->i < p->n && p->s[p->i] == '{') {
 			size_t at[3] = { 0 };
 
-			if (!object(p, names, at, 3, NULL))
+			if (!object(p, names, lens, at, 3, element_hook, content))
 				return false;
-			if (!*content && (nonempty_string(p, at[0]) ||
-					  nonempty_string(p, member(p, at[1], "content")) ||
-					  nonempty_string(p, member(p, at[2], "content"))))
+			if (nonempty_string(p, at[0]))
 				*content = true;
 		} else if (!value(p)) {
 			return false;
@@ -577,15 +677,67 @@ static bool choices_walk(struct jw *p, bool *content)
 
 enum { M_ID, M_CHOICES, M_CONTENT, M_USAGE, M_TIMINGS, M_PREDICTED, M_EVALUATED, M_SLOT, M__N };
 
+/* what the top level's hook read */
+struct top {
+	struct rt_http_json_facts *f;
+	const size_t *at;
+	bool choices, content; /* "choices" was an array; one of its elements has content */
+	bool usage, timings; /* reported, in that order, as the tree walk did */
+	bool usage_have, timings_have;
+	double usage_tok, timings_tok;
+	size_t timings_late; /* "timings" before "usage": walked again after */
+};
+
+static int top_hook(struct jw *p, size_t k, void *ctx)
+{
+	struct top *t = ctx;
+	bool obj = p->i < p->n && p->s[p->i] == '{';
+
+	switch (k) {
+	case M_CHOICES:
+		if (p->i >= p->n || p->s[p->i] != '[')
+			return 0;
+		if (!choices_walk(p, &t->content))
+			return -1;
+		t->choices = true;
+		return 1;
+	case M_USAGE:
+		if (!obj)
+			return 0;
+		if (!numbers(p, "usage", "completion_tokens", 17, t->f, &t->usage_tok,
+			     &t->usage_have))
+			return -1;
+		t->usage = true;
+		return 1;
+	case M_TIMINGS:
+		if (!obj)
+			return 0;
+		/* a "usage" after it would be reported first: left for later */
+		if (!t->at[M_USAGE]) {
+			t->timings_late = p->i;
+			return 0;
+		}
+		if (!numbers(p, "timings", "predicted_n", 11, t->f, &t->timings_tok,
+			     &t->timings_have))
+			return -1;
+		t->timings = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts *f)
 {
 	static const char *const names[M__N] = {
 		"id",	   "choices",	       "content",	   "usage",
 		"timings", "tokens_predicted", "tokens_evaluated", "id_slot"
 	};
+	static const unsigned char lens[M__N] = { 2, 7, 7, 5, 7, 16, 16, 7 };
 	struct jw t = { (const unsigned char *)text, len, 0, 0 };
 	size_t at[M__N] = { 0 };
-	struct choices_hook hook = { M_CHOICES, false, false };
+	struct top top = { .f = f, .at = at };
+	uint32_t n0 = f->n_reported;
 	double v;
 
 	if (len > 4 && !memcmp(text, "\xEF\xBB\xBF", 3))
@@ -598,8 +750,10 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 			return false;
 		return f->parsed = true;
 	}
-	if (!object(&t, names, at, M__N, &hook) || !trailing_ok(&t))
+	if (!object(&t, names, lens, at, M__N, top_hook, &top) || !trailing_ok(&t)) {
+		f->n_reported = n0; /* what the walk reported before it failed */
 		return false;
+	}
 	f->parsed = true;
 	if (kind_at(&t, at[M_ID]) == '"') {
 		struct jw p = { t.s, t.n, at[M_ID], 0 };
@@ -616,30 +770,31 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 				memcpy(f->response_id, id, l + 1);
 		}
 	}
-	if (hook.seen) {
+	if (top.choices) {
 		f->text_shape = true;
-		f->content = hook.content;
+		f->content = top.content;
 	}
 	if (kind_at(&t, at[M_CONTENT]) == '"') {
 		f->text_shape = true;
 		if (nonempty_string(&t, at[M_CONTENT]))
 			f->content = true;
 	}
-	if (kind_at(&t, at[M_USAGE]) == '{') {
-		f->usage = true;
-		numbers(&t, at[M_USAGE], "usage", f);
-		set_tokens_at(&t, member(&t, at[M_USAGE], "completion_tokens"), f);
+	if (top.timings_late) {
+		struct jw p = { t.s, t.n, top.timings_late, 0 };
+
+		(void)numbers(&p, "timings", "predicted_n", 11, f, &top.timings_tok,
+			      &top.timings_have);
+		top.timings = true;
 	}
-	if (kind_at(&t, at[M_TIMINGS]) == '{') {
-		f->usage = true;
-		numbers(&t, at[M_TIMINGS], "timings", f);
-		set_tokens_at(&t, member(&t, at[M_TIMINGS], "predicted_n"), f);
-	}
+	f->usage = top.usage || top.timings;
+	set_tokens(f, top.usage_have, top.usage_tok);
+	set_tokens(f, top.timings_have, top.timings_tok);
 	if (number_at(&t, at[M_PREDICTED], &v))
 		rt_http_report(f->reported, &f->n_reported, NULL, "tokens_predicted", 16, v);
 	if (number_at(&t, at[M_EVALUATED], &v))
 		rt_http_report(f->reported, &f->n_reported, NULL, "tokens_evaluated", 16, v);
-	set_tokens_at(&t, at[M_PREDICTED], f);
+	if (number_at(&t, at[M_PREDICTED], &v))
+		set_tokens(f, true, v);
 	/* llama-server's slot (its sequence id): the pack's exact join, not a report */
 	if (number_at(&t, at[M_SLOT], &v) && v >= 0 && v < 1e9 && v == (double)(int32_t)v)
 		f->id_slot = (int32_t)v;

@@ -2,7 +2,7 @@
 /*
  * json_walk.c against cJSON itself: the facts of a whole JSON text as the
  * tree walk read them before (kept below, verbatim, as the oracle) and as
- * the two passes read them now must be the same, fact for fact, on
+ * the walk reads them now must be the same, fact for fact, on
  * hand-made edge cases of cJSON's grammar, the timings fuzz corpus, and
  * seeded mutations of both.
  */
@@ -296,6 +296,24 @@ static const char *const cases[] = {
 	"{\"a\":tru}",
 	"{\"usage\":{\"completion_tokens\":5}, \"usage\":{\"completion_tokens\":6}}",
 	"{\"timings\":{\"predicted_n\":3},\"usage\":{\"completion_tokens\":4}}",
+	/* facts read as the walk validates: keys cut at a NUL, late and repeated members */
+	"{\"choices\\u0000x\":[{\"text\":\"a\"}],\"usage\\u0000\":{\"total_tokens\":2}}",
+	"{\"content\\u0000x\":\"a\",\"choices\":[{\"delta\\u0000\":{\"content\\u0000z\":\"b\"}}]}",
+	"{\"timings\":{\"prompt_n\":1,\"predicted_n\":3},\"usage\":{\"completion_tokens\":4,"
+	"\"prompt_n\":2},\"timings\":{\"predicted_n\":9}}",
+	"{\"timings\":{\"predicted_n\":3},\"usage\":5,\"tokens_predicted\":8}",
+	"{\"usage\":{\"completion_tokens\":4,\"total_tokens\":5},\"choices\":[}",
+	"{\"usage\":{\"completion_tokens\":\"4\",\"completion_tokens\":5},\"timings\":{"
+	"\"predicted_n\":6}}",
+	"{\"usage\":{\"completion_tokens\":1e999,\"x\":[1,{\"y\":2}]},\"timings\":{\"predicted_n\":"
+	"6}}",
+	"{\"choices\":[{\"delta\":{\"content\":\"\\u0000\"}},{\"message\":{\"content\":\"\\u00zz\"}"
+	"}]}",
+	"{\"choices\":[{\"delta\":{\"content\":\"\\ud83d\\ude00\"}}]}",
+	"{\"choices\":[{\"delta\":{\"content\":\"\\t\"},\"delta\":{\"content\":\"x\"}}]}",
+	"{\"choices\":[{\"delta\":{\"content\":\"\",\"content\":\"x\"},\"text\":\"\"}]}",
+	"{\"choices\":[{\"message\":{\"content\":\"\\u0041\"}}],\"usage\":{}}",
+	"{\"timings\":{},\"usage\":{\"a\":1}}",
 };
 
 /* llama-server's id_slot: read by both passes, never reported */
@@ -361,6 +379,9 @@ static void test_partial_many_keys(void **state)
 	}
 }
 
+/* a literal with NULs in it, whole */
+#define same_len(lit) same((lit), sizeof(lit) - 1)
+
 static void test_cases(void **state)
 {
 	(void)state;
@@ -369,6 +390,10 @@ static void test_cases(void **state)
 	/* a NUL inside the text, and texts cut at every length */
 	same("{\"id\":\"a\0b\"}", 12);
 	same("{\"id\":\"x\"}\0garbage", 18);
+	/* raw NULs in keys: compared in place, cut as a C string is */
+	same_len("{\"usage\0x\":{\"completion_tokens\0\":3},\"choices\0\":[{\"delta\":{"
+		 "\"content\0\":\"a\"}}]}");
+	same_len("{\"us\0age\":{\"a\":1},\"choices\":[{\"text\0\":\"a\",\"\0text\":\"b\"}]}");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		for (size_t n = 0; n < strlen(cases[i]); n++)
 			same(cases[i], n);
