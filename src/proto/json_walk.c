@@ -40,6 +40,27 @@ static void ws(struct jw *p)
 		p->i++;
 }
 
+/* After a member or an element: a comma says another one follows. */
+static inline bool more(struct jw *p)
+{
+	ws(p);
+	if (p->i < p->n && p->s[p->i] == ',') {
+		p->i++;
+		return true;
+	}
+	return false;
+}
+
+/* The container's closing bracket, which leaves its nesting level. */
+static inline bool close_with(struct jw *p, char c)
+{
+	if (p->i >= p->n || p->s[p->i] != c)
+		return false;
+	p->i++;
+	p->depth--;
+	return true;
+}
+
 static unsigned int hex4(const unsigned char *h)
 {
 	unsigned int v = 0;
@@ -313,18 +334,11 @@ static bool array(struct jw *p)
 		ws(p);
 		if (!value(p))
 			return false;
-		ws(p);
-		if (p->i < p->n && p->s[p->i] == ',') {
-			p->i++;
+		if (more(p))
 			continue;
-		}
 		break;
 	}
-	if (p->i >= p->n || p->s[p->i] != ']')
-		return false;
-	p->i++;
-	p->depth--;
-	return true;
+	return close_with(p, ']');
 }
 
 /*
@@ -435,18 +449,11 @@ static bool object(struct jw *p, const char *const *names, const unsigned char *
 		if (!value(p))
 			return false;
 	next:
-		ws(p);
-		if (p->i < p->n && p->s[p->i] == ',') {
-			p->i++;
+		if (more(p))
 			continue;
-		}
 		break;
 	}
-	if (p->i >= p->n || p->s[p->i] != '}')
-		return false;
-	p->i++;
-	p->depth--;
-	return true;
+	return close_with(p, '}');
 }
 
 static bool value(struct jw *p)
@@ -598,18 +605,11 @@ static bool numbers(struct jw *p, const char *prefix, const char *count, size_t 
 		} else if (!value(p)) {
 			return false;
 		}
-		ws(p);
-		if (p->i < p->n && p->s[p->i] == ',') {
-			p->i++;
+		if (more(p))
 			continue;
-		}
 		break;
 	}
-	if (p->i >= p->n || p->s[p->i] != '}')
-		return false;
-	p->i++;
-	p->depth--;
-	return true;
+	return close_with(p, '}');
 }
 
 static const char *const content_names[1] = { "content" };
@@ -661,18 +661,11 @@ static bool choices_walk(struct jw *p, bool *content)
 		} else if (!value(p)) {
 			return false;
 		}
-		ws(p);
-		if (p->i < p->n && p->s[p->i] == ',') {
-			p->i++;
+		if (more(p))
 			continue;
-		}
 		break;
 	}
-	if (p->i >= p->n || p->s[p->i] != ']')
-		return false;
-	p->i++;
-	p->depth--;
-	return true;
+	return close_with(p, ']');
 }
 
 enum { M_ID, M_CHOICES, M_CONTENT, M_USAGE, M_TIMINGS, M_PREDICTED, M_EVALUATED, M_SLOT, M__N };
