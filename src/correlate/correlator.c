@@ -194,6 +194,13 @@ void rt_req_set_id(struct rt_correlator *c, struct rt_req *r, const char *id)
 		c->st.dropped_requests++; /* still traced, only markers cannot find it */
 }
 
+struct rt_req_iv *rt_req_iv_get(struct rt_req *r)
+{
+	if (!r->iv)
+		r->iv = malloc(sizeof(*r->iv));
+	return r->iv;
+}
+
 struct rt_req *rt_req_new(struct rt_correlator *c, struct rt_conn *conn, uint64_t start_ns)
 {
 	struct rt_proc *p = rt_proc_get(c, conn->pid, false);
@@ -259,6 +266,7 @@ static void release(struct rt_correlator *c, struct rt_req *r)
 	free(r->pack);
 	free(r->vllm);
 	free(r->gaps);
+	free(r->iv);
 	free(r);
 }
 
@@ -954,6 +962,7 @@ static void free_req(struct rt_correlator *c, void *p)
 	free(r->pack);
 	free(r->vllm);
 	free(r->gaps);
+	free(r->iv);
 	free(r);
 }
 

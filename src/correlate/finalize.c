@@ -82,12 +82,14 @@ void rt_req_comm_piece(struct rt_req *r, uint64_t from, uint64_t to)
 {
 	if (to <= from)
 		return;
-	if (r->n_comm_iv >= RT_SPAN_INTERVALS_MAX) {
+	struct rt_req_iv *iv;
+
+	if (r->n_comm_iv >= RT_SPAN_INTERVALS_MAX || !(iv = rt_req_iv_get(r))) {
 		r->comm_iv_dropped++;
 		return;
 	}
-	r->comm_iv[r->n_comm_iv].from = from;
-	r->comm_iv[r->n_comm_iv].to = to;
+	iv->comm_iv[r->n_comm_iv].from = from;
+	iv->comm_iv[r->n_comm_iv].to = to;
 	r->n_comm_iv++;
 }
 
@@ -131,8 +133,8 @@ static int64_t comm_in(const struct rt_req *r, uint64_t from, uint64_t to)
 	uint32_t i;
 
 	for (i = 0; i < r->n_comm_iv; i++) {
-		uint64_t a = r->comm_iv[i].from > from ? r->comm_iv[i].from : from;
-		uint64_t b = r->comm_iv[i].to < to ? r->comm_iv[i].to : to;
+		uint64_t a = r->iv->comm_iv[i].from > from ? r->iv->comm_iv[i].from : from;
+		uint64_t b = r->iv->comm_iv[i].to < to ? r->iv->comm_iv[i].to : to;
 
 		if (b > a)
 			sum += (int64_t)(b - a);
@@ -161,14 +163,15 @@ static void merge_comm(struct rt_req *r)
 {
 	uint32_t i, n = 0;
 
-	qsort(r->comm_iv, r->n_comm_iv, sizeof(r->comm_iv[0]), cmp_iv);
+	if (r->n_comm_iv > 1)
+		qsort(r->iv->comm_iv, r->n_comm_iv, sizeof(r->iv->comm_iv[0]), cmp_iv);
 	for (i = 0; i < r->n_comm_iv; i++) {
-		if (n && r->comm_iv[i].from <= r->comm_iv[n - 1].to) {
-			if (r->comm_iv[i].to > r->comm_iv[n - 1].to)
-				r->comm_iv[n - 1].to = r->comm_iv[i].to;
+		if (n && r->iv->comm_iv[i].from <= r->iv->comm_iv[n - 1].to) {
+			if (r->iv->comm_iv[i].to > r->iv->comm_iv[n - 1].to)
+				r->iv->comm_iv[n - 1].to = r->iv->comm_iv[i].to;
 			continue;
 		}
-		r->comm_iv[n++] = r->comm_iv[i];
+		r->iv->comm_iv[n++] = r->iv->comm_iv[i];
 	}
 	r->n_comm_iv = n;
 }
@@ -240,7 +243,7 @@ static bool overlaps_markers(const struct rt_req *r, uint64_t from, uint64_t to)
 	if (to <= from)
 		return false;
 	for (i = 0; i < r->n_mark_iv; i++)
-		if (from < r->mark_iv[i].to && r->mark_iv[i].from < to)
+		if (from < r->iv->mark_iv[i].to && r->iv->mark_iv[i].from < to)
 			return true;
 	return r->mark_iv_max && from < r->mark_iv_max && r->mark_iv_min < to;
 }
@@ -414,10 +417,10 @@ static void timeline(struct rt_req *r, const struct extents *x, const struct rt_
 		if (s->phase_source[p] == RT_PSRC_PROBE && p != RT_PHASE_COMM_WAIT)
 			add_interval(s, p, x->iv[p].from, x->iv[p].to);
 	for (i = 0; i < r->n_mark_iv; i++) {
-		p = r->mark_iv_phase[i];
+		p = r->iv->mark_iv_phase[i];
 		if (p < RT_PHASE__COUNT && p != RT_PHASE_OTHER &&
 		    s->phase_source[p] == RT_PSRC_MARKER)
-			add_interval(s, p, r->mark_iv[i].from, r->mark_iv[i].to);
+			add_interval(s, p, r->iv->mark_iv[i].from, r->iv->mark_iv[i].to);
 	}
 	for (p = 0; p < RT_PHASE__COUNT; p++)
 		if (p != RT_PHASE_OTHER && s->phase_source[p] == RT_PSRC_MARKER)
@@ -430,10 +433,12 @@ static void timeline(struct rt_req *r, const struct extents *x, const struct rt_
 
 		for (i = 0; i < r->n_comm_iv; i++)
 			add_interval(s, RT_PHASE_COMM_WAIT,
-				     in->to && r->comm_iv[i].from < in->from ? in->from :
-									       r->comm_iv[i].from,
-				     in->to && r->comm_iv[i].to > in->to ? in->to :
-									   r->comm_iv[i].to);
+				     in->to && r->iv->comm_iv[i].from < in->from ?
+					     in->from :
+					     r->iv->comm_iv[i].from,
+				     in->to && r->iv->comm_iv[i].to > in->to ?
+					     in->to :
+					     r->iv->comm_iv[i].to);
 		s->intervals_dropped += r->comm_iv_dropped;
 	}
 	sort_intervals(s->intervals, s->n_intervals);

@@ -79,6 +79,13 @@ enum rt_req_state {
 	RT_REQ_RESPONDING = 2,
 };
 
+/* A request's interval arrays, allocated on first use (rt_req_iv_get). */
+struct rt_req_iv {
+	struct rt_iv mark_iv[RT_REQ_MARK_IV_MAX];
+	uint8_t mark_iv_phase[RT_REQ_MARK_IV_MAX];
+	struct rt_iv comm_iv[RT_SPAN_INTERVALS_MAX];
+};
+
 struct rt_req {
 	uint64_t serial;
 	/* what charging a piece of CPU time reads first, next to the serial */
@@ -111,9 +118,13 @@ struct rt_req {
 	int64_t mark_total[RT_PHASE__COUNT];
 	int64_t mark_comm_in[RT_PHASE__COUNT]; /* marker comm wait inside this phase */
 	uint32_t mark_seen; /* bit per phase */
-	/* closed marker intervals, clipped to the span, for the overlap rule */
-	struct rt_iv mark_iv[RT_REQ_MARK_IV_MAX];
-	uint8_t mark_iv_phase[RT_REQ_MARK_IV_MAX];
+	/*
+	 * Closed marker intervals (clipped to the span, for the overlap rule)
+	 * and comm-wait pieces live in iv, allocated by the first of either:
+	 * most requests have neither, and inline they were ~0.9 KB of each
+	 * request in flight.
+	 */
+	struct rt_req_iv *iv;
 	uint32_t n_mark_iv;
 	uint64_t mark_iv_min, mark_iv_max; /* extent of the intervals beyond the array */
 	uint32_t mark_iv_dropped[RT_PHASE__COUNT]; /* per phase, beyond the array */
@@ -122,8 +133,7 @@ struct rt_req {
 	int64_t comm_before_ft, comm_after_ft;
 	bool comm_seen;
 	uint64_t comm_group; /* last exchange group credited to us */
-	/* where that comm wait was: its pieces, for the span's timeline */
-	struct rt_iv comm_iv[RT_SPAN_INTERVALS_MAX];
+	/* where that comm wait was: its pieces (iv->comm_iv), for the span's timeline */
 	uint32_t n_comm_iv, comm_iv_dropped;
 
 	/* inter-token gaps */
@@ -538,6 +548,8 @@ uint32_t rt_gpu_owners(struct rt_correlator *c, const struct rt_event_hdr *ev,
  * turn (*turn), so the shares sum to q.
  */
 void rt_gpu_split_q(uint64_t q, const struct rt_gpu_who *who, uint32_t *turn, uint64_t *out);
+/* r's interval arrays, allocated on first use; NULL when memory ran out. */
+struct rt_req_iv *rt_req_iv_get(struct rt_req *r);
 /* r's GPU accumulator (r->gpu_acc), cleared on first use; never NULL. */
 struct rt_gpu_acc *rt_gpu_acc_of(struct rt_req *r);
 

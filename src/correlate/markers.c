@@ -24,10 +24,12 @@ static bool claims_thread(uint32_t phase)
 
 static void keep_interval(struct rt_req *r, uint32_t phase, uint64_t from, uint64_t to)
 {
-	if (r->n_mark_iv < RT_REQ_MARK_IV_MAX) {
-		r->mark_iv[r->n_mark_iv].from = from;
-		r->mark_iv[r->n_mark_iv].to = to;
-		r->mark_iv_phase[r->n_mark_iv] = (uint8_t)phase;
+	struct rt_req_iv *iv = r->n_mark_iv < RT_REQ_MARK_IV_MAX ? rt_req_iv_get(r) : NULL;
+
+	if (iv) {
+		iv->mark_iv[r->n_mark_iv].from = from;
+		iv->mark_iv[r->n_mark_iv].to = to;
+		iv->mark_iv_phase[r->n_mark_iv] = (uint8_t)phase;
 		r->n_mark_iv++;
 		return;
 	}
