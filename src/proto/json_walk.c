@@ -51,6 +51,24 @@ static inline bool more(struct jw *p)
 	return false;
 }
 
+/*
+ * Enter the container whose opening bracket is at p->i: -1 too deep, 0 it
+ * was empty (its closing bracket c read, its level left), 1 members follow.
+ */
+static inline int open_with(struct jw *p, char c)
+{
+	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+		return -1;
+	p->i++;
+	ws(p);
+	if (p->i < p->n && p->s[p->i] == c) {
+		p->i++;
+		p->depth--;
+		return 0;
+	}
+	return 1;
+}
+
 /* The container's closing bracket, which leaves its nesting level. */
 static inline bool close_with(struct jw *p, char c)
 {
@@ -321,13 +339,10 @@ static bool value(struct jw *p);
 
 static bool array(struct jw *p)
 {
-	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+	switch (open_with(p, ']')) {
+	case -1:
 		return false;
-	p->i++;
-	ws(p);
-	if (p->i < p->n && p->s[p->i] == ']') {
-		p->i++;
-		p->depth--;
+	case 0:
 		return true;
 	}
 	for (;;) {
@@ -409,13 +424,10 @@ static bool object(struct jw *p, const char *const *names, const unsigned char *
 {
 	size_t kl, k;
 
-	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+	switch (open_with(p, '}')) {
+	case -1:
 		return false;
-	p->i++;
-	ws(p);
-	if (p->i < p->n && p->s[p->i] == '}') {
-		p->i++;
-		p->depth--;
+	case 0:
 		return true;
 	}
 	for (;;) {
@@ -568,13 +580,10 @@ static bool numbers(struct jw *p, const char *prefix, const char *count, size_t 
 	size_t nl;
 	double v;
 
-	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+	switch (open_with(p, '}')) {
+	case -1:
 		return false;
-	p->i++;
-	ws(p);
-	if (p->i < p->n && p->s[p->i] == '}') {
-		p->i++;
-		p->depth--;
+	case 0:
 		return true;
 	}
 	for (;;) {
@@ -640,13 +649,10 @@ static bool choices_walk(struct jw *p, bool *content)
 	static const char *const names[3] = { "text", "delta", "message" };
 	static const unsigned char lens[3] = { 4, 5, 7 };
 
-	if (++p->depth > RT_HTTP_JSON_DEPTH_MAX)
+	switch (open_with(p, ']')) {
+	case -1:
 		return false;
-	p->i++;
-	ws(p);
-	if (p->i < p->n && p->s[p->i] == ']') {
-		p->i++;
-		p->depth--;
+	case 0:
 		return true;
 	}
 	for (;;) {
