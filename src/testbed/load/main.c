@@ -16,8 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "resp.h"
 #include "stats.h"
@@ -212,6 +214,9 @@ static int worker_connect(struct worker *w)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* the kernel's receive time of each read (ttft_rx_ns, end_rx_ns); a
+	 * kernel without it leaves them null */
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	if (connect(fd, (struct sockaddr *)&o->addr, sizeof(o->addr)) < 0) {
 		err = -errno;
 		close(fd);
@@ -220,6 +225,45 @@ static int worker_connect(struct worker *w)
 	w->fd = fd;
 	w->on_conn = 0;
 	return 0;
+}
+
+/* recv with the kernel's receive stamp of the data read, in CLOCK_MONOTONIC
+ * (*rx_ns 0 when none came). The stamp is CLOCK_REALTIME; the offset is read
+ * right after, so a clock step between reads cannot skew it. */
+static ssize_t recv_stamped(int fd, char *buf, size_t len, uint64_t *rx_ns)
+{
+	union {
+		char raw[CMSG_SPACE(sizeof(struct timespec))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = ctl.raw,
+			      .msg_controllen = sizeof(ctl.raw) };
+	struct timespec rx, real, mono;
+	struct cmsghdr *c;
+	ssize_t n;
+	int64_t rx_real, off;
+
+	*rx_ns = 0;
+	n = recvmsg(fd, &msg, 0);
+	if (n <= 0)
+		return n;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS ||
+		    c->cmsg_len < CMSG_LEN(sizeof(rx)))
+			continue;
+		memcpy(&rx, CMSG_DATA(c), sizeof(rx));
+		clock_gettime(CLOCK_REALTIME, &real);
+		clock_gettime(CLOCK_MONOTONIC, &mono);
+		rx_real = (int64_t)rx.tv_sec * 1000000000 + rx.tv_nsec;
+		off = ((int64_t)real.tv_sec - (int64_t)mono.tv_sec) * 1000000000 +
+		      (real.tv_nsec - mono.tv_nsec);
+		if (rx_real > off)
+			*rx_ns = (uint64_t)(rx_real - off);
+	}
+	return n;
 }
 
 static void worker_close(struct worker *w, bool reset)
@@ -268,6 +312,7 @@ static void run_one(struct worker *w, unsigned idx)
 	struct tb_buf req;
 	struct ld_resp rp;
 	char buf[65536];
+	uint64_t rx;
 	ssize_t n;
 	int err, rc = 0;
 
@@ -306,7 +351,7 @@ again:
 		goto again;
 	}
 	while (!err) {
-		n = recv(w->fd, buf, sizeof(buf), 0);
+		n = recv_stamped(w->fd, buf, sizeof(buf), &rx);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -320,8 +365,12 @@ again:
 			goto again;
 		}
 		rc = ld_resp_feed(&rp, buf, (size_t)n);
-		if (!res->ttft_ns && o->stream && rp.events > 0)
+		if (n > 0 && rx)
+			res->end_rx_ns = rx;
+		if (!res->ttft_ns && o->stream && rp.events > 0) {
 			res->ttft_ns = tb_now_ns();
+			res->ttft_rx_ns = rx;
+		}
 		if (rc != 0 || n == 0)
 			break;
 		if (will_abort && rp.events >= (uint32_t)o->abort_after) {

@@ -95,6 +95,10 @@ int ld_result_json(const struct ld_result *r, struct tb_buf *b)
 	tb_buf_json_u64(b, r->connect_ns ? r->connect_ns : TB_NULL_U64);
 	tb_buf_puts(b, ",\"ttft_ns\":");
 	tb_buf_json_u64(b, r->ttft_ns ? r->ttft_ns : TB_NULL_U64);
+	tb_buf_puts(b, ",\"ttft_rx_ns\":");
+	tb_buf_json_u64(b, r->ttft_rx_ns ? r->ttft_rx_ns : TB_NULL_U64);
+	tb_buf_puts(b, ",\"end_rx_ns\":");
+	tb_buf_json_u64(b, r->end_rx_ns ? r->end_rx_ns : TB_NULL_U64);
 	tb_buf_printf(b, ",\"end_ns\":%" PRIu64 ",\"total_ms\":%.3f,\"ttft_ms\":", r->end_ns,
 		      (double)(r->end_ns - r->start_ns) / 1e6);
 	if (r->ttft_ns)

@@ -17,6 +17,11 @@ struct ld_result {
 	int status; /* HTTP status, 0 if none */
 	uint64_t start_ns, ttft_ns, end_ns; /* CLOCK_MONOTONIC; ttft_ns 0: none */
 	uint64_t connect_ns; /* connect returned for this request; 0: a kept-alive connection */
+	/* The kernel's receive instants (SO_TIMESTAMPNS, moved to CLOCK_MONOTONIC)
+	 * of the read that completed the first event and of the last read with
+	 * data; 0: none. Unlike ttft_ns/end_ns they do not include the client's
+	 * own wakeup, which on a busy machine can take milliseconds. */
+	uint64_t ttft_rx_ns, end_rx_ns;
 	uint32_t events;
 	int64_t tokens; /* usage.completion_tokens, -1 if none */
 	char error[200];
