@@ -264,6 +264,7 @@ struct rt_thread {
 	bool comm_served;
 	struct rt_iv comm_iv[RT_THREAD_COMM_IV_MAX]; /* the pieces of comm_pending */
 	uint32_t n_comm_iv, comm_iv_dropped;
+	uint32_t cap_pool_runq; /* pool_runq[] allocated, grown by doubling */
 	/* runqueue pieces a pool thread was charged since its last switch
 	 * record: some were on CPU if its switch-in went unrecorded (pool.c) */
 	struct rt_pool_runq *pool_runq;

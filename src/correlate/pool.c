@@ -189,12 +189,22 @@ static void keep_runq(struct rt_thread *t, const struct rt_gpu_who *who, uint32_
 		      bool spin)
 {
 	struct rt_pool_runq *q;
-	uint32_t i;
+	uint32_t i, cap;
 
 	if (live > RT_POOL_RUNQ_REQS || t->n_pool_runq >= RT_POOL_RUNQ_MAX)
 		return;
-	if (!t->pool_runq && !(t->pool_runq = calloc(RT_POOL_RUNQ_MAX, sizeof(*t->pool_runq))))
-		return;
+	/* grown on use: most switch records come after a few pieces, and a
+	 * zeroed array of the bound cost more than the pieces (10,000
+	 * instructions a pool thread in bench_pipeline); every field of a
+	 * piece is written below before it is read */
+	if (t->n_pool_runq == t->cap_pool_runq) {
+		cap = t->cap_pool_runq ? 2 * t->cap_pool_runq : 4;
+		q = realloc(t->pool_runq, cap * sizeof(*q));
+		if (!q)
+			return;
+		t->pool_runq = q;
+		t->cap_pool_runq = cap;
+	}
 	q = &t->pool_runq[t->n_pool_runq++];
 	q->from = from;
 	q->to = to;
