@@ -116,8 +116,12 @@ static int session(const char *path, int *fd_out)
 			      rt_cupti_ring_check_fd(ring_fd, w.ring_hdr_size, w.ring_data_size);
 	if (err)
 		goto fail;
-	map = mmap(NULL, w.ring_hdr_size + w.ring_data_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   ring_fd, 0);
+	/* populated here, on the library's own thread: a first touch from a
+	 * marker call would fault a shared page in on the caller's thread, and
+	 * under memory pressure a fault can stall it in reclaim for
+	 * milliseconds */
+	map = mmap(NULL, w.ring_hdr_size + w.ring_data_size, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_POPULATE, ring_fd, 0);
 	r = malloc(sizeof(*r));
 	if (map == MAP_FAILED || !r) {
 		err = -ENOMEM;
