@@ -151,15 +151,35 @@ def tokenizer_cpu(spans, truth, want_ms, label, before_burn=False):
 
     Zero-code, a backlog (backlog_chains): the requests the tokenizer took
     in one burst are judged together, their sum against the chain's burns
-    and wall window."""
+    and wall window.
+
+    The wall window runs to the hand-over to the engine (enqueue_ns), not
+    to the burn's end: the tokenizer's time between the two is the
+    request's by the hand-off rule, markers or not, and is a few µs except
+    when the kernel holds the thread there (seen under CPU and memory
+    stress: 6.15 ms on CPU between tokenize_end_ns and enqueue_ns, charged
+    to the request as it should be). It starts at the burn, or with
+    before_burn where the tokenizer could first have worked for it: its
+    receipt, or the previous hand-over of that tokenizer if later (with
+    markers too: the time from its wakeup to the claim is the request's by
+    the hand-off rule; seen 0.26 ms on CPU there under stress)."""
     devs, worst = [], []
+    prev_enq = {}  # tokenizer tid -> its hand-overs' instants, in order
+    for t in sorted(truth, key=lambda t: t["tokenize_start_ns"]):
+        prev_enq.setdefault(t["tokenizer_tid"], []).append(t)
     for chain in (backlog_chains(truth) if before_burn else [[t] for t in truth]):
         head, n = chain[0], len(chain)
         got = sum(x["on_cpu_ms"] for t in chain for x in spans[t["request_id"]]["cpu"]["threads"]
                   if x["tid"] == t["tokenizer_tid"])
-        hi = max(n * want_ms, (chain[-1]["tokenize_end_ns"] - head["tokenize_start_ns"]) / MS)
-        if before_burn:
-            hi += (head["tokenize_start_ns"] - head["received_ns"]) / MS
+        hi = max(n * want_ms, (chain[-1]["enqueue_ns"] - head["tokenize_start_ns"]) / MS)
+        # from the tokenizer's wakeup to the burn, the request's by the
+        # hand-off rule in both modes (markers: until its claim begins)
+        seq = prev_enq[head["tokenizer_tid"]]
+        i = seq.index(head)
+        start = head["received_ns"]
+        if i > 0 and seq[i - 1]["enqueue_ns"] > start:
+            start = seq[i - 1]["enqueue_ns"]
+        hi += max(head["tokenize_start_ns"] - start, 0) / MS
         dev = max(n * want_ms - got, got - hi, 0) / (n * want_ms)
         devs.append(dev)
         worst.append((round(dev * 100, 2), [t["request_id"] for t in chain], round(got, 3),
@@ -167,10 +187,12 @@ def tokenizer_cpu(spans, truth, want_ms, label, before_burn=False):
                        for x in spans[t["request_id"]]["cpu"]["threads"]]))
     worst.sort(reverse=True)
     # 1% of the bursts (OUTLIERS_PER) may be 10% off or more, printed: on
-    # this VM a run sometimes has one or two neighbouring requests with 2-8
+    # this VM a run sometimes had one or two neighbouring requests with 2-8
     # ms of the tokenizer beyond its burn's wall window, also at the commit
-    # before issue 12's wave (3 runs in 8, 2026-12-01); unexplained (see the
-    # issue 16 note). p99 stays within 5%.
+    # before issue 12's wave (3 runs in 8, 2026-12-01). One such run kept
+    # (2026-12-02, under scripts/stress.sh) had it between the burn's end and
+    # the hand-over (enqueue_ns), now inside the window above. p99 stays
+    # within 5%.
     over = [d for d in devs if d > 0.10]
     check(devs and lc.pct(devs, 99) <= 0.05 and len(over) <= len(devs) // OUTLIERS_PER,
           "%s tokenizer on-CPU vs the %.3f ms burnt, %d requests in %d bursts: p99 deviation "
@@ -188,9 +210,11 @@ def compare_markers(spans, truth, k, label):
         comm = t["comm_wait_ns"] / MS
         want = {
             # the truth has no stamp for the hand-over after validation
-            # (read_ms of CPU): that part is "other" in the span
+            # (read_ms of CPU): that part is "other" in the span; so is
+            # the tokenizer's time from its tokenize end to its hand-over
+            # (enqueue_ns: a few µs, 6.15 ms once under stress)
             "queue+other": (t["tokenize_start_ns"] - t["received_ns"]) / MS
-            + (t["admitted_ns"] - t["enqueue_ns"]) / MS,
+            + (t["admitted_ns"] - t["tokenize_end_ns"]) / MS,
             "tokenize": (t["tokenize_end_ns"] - t["tokenize_start_ns"]) / MS,
             "postprocess": (t["end_ns"] - t["last_token_write_ns"]) / MS,
             "comm_wait": comm,
@@ -342,6 +366,10 @@ def main():
         ids = {t["request_id"] for t in truth}
         got = daemon.wait_spans(len(truth), ids=ids)
         spans = {s["request_id"]: s for s in got}
+        # kept with the truth when a check fails (tb.tmpdir), for a look
+        with open(os.path.join(d, "spans.jsonl"), "w") as f:
+            for s in got:
+                f.write(json.dumps(s) + "\n")
         missing = sorted(ids - set(spans))
         check(not missing and len(truth) == a.requests + 16,
               "%s a span for each of the %d requests (missing %d: %s)"
