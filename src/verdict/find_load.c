@@ -246,16 +246,22 @@ static bool in_cpu_phase(const struct rt_span *s, uint64_t t)
 }
 
 /* The last instant a span's slices cover when some were dropped; UINT64_MAX: none dropped. */
-static uint64_t slices_known_until(const struct rt_span *s)
+/*
+ * Up to which length a span's slice list may lack a piece: a span whose
+ * list was full kept the longest pieces (docs/spans.md, "Slices"), so a
+ * piece no longer than its shortest kept one may have been dropped from
+ * it. 0: nothing dropped, the list is whole.
+ */
+static uint64_t slices_unknown_upto(const struct rt_span *s)
 {
-	uint64_t m = 0;
+	uint64_t m = UINT64_MAX;
 	uint32_t a;
 
 	if (!s->cpu.slices_dropped)
-		return UINT64_MAX;
+		return 0;
 	for (a = 0; a < s->cpu.n_slices && a < RT_SPAN_SLICES_MAX; a++)
-		if (s->cpu.slices[a].end_ns > m)
-			m = s->cpu.slices[a].end_ns;
+		if (s->cpu.slices[a].end_ns - s->cpu.slices[a].start_ns < m)
+			m = s->cpu.slices[a].end_ns - s->cpu.slices[a].start_ns;
 	return m;
 }
 
@@ -287,9 +293,11 @@ static const char *comm_of(const struct rt_fctx *c, uint32_t tid)
  * handler reads its request, then writes its tokens) is the engine loop; a burst of it appears in the spans
  * of every request it worked for (docs/spans.md, rules 1 and 4: a step
  * marker's list, or the handlers one burst wakes), so the number of spans
- * listing one burst is that step's size. A burst at an instant when some
- * request in flight had already dropped slices (RT_SPAN_SLICES_MAX) is
- * not counted: its size is not known.
+ * listing one burst is that step's size. A burst that a request in flight
+ * may have dropped from its full list (RT_SPAN_SLICES_MAX: one no longer
+ * than the shortest it kept) is not counted: its size is not known (seen:
+ * a healthy max_batch 4 run under CPU load, its short engine pieces kept by
+ * one member and dropped by the other, judged "batching" on steps of 1).
  */
 static int find_steps(const struct rt_fctx *c, struct steps *st)
 {
@@ -311,7 +319,7 @@ static int find_steps(const struct rt_fctx *c, struct steps *st)
 	for (i = 0; i < c->n; i++) {
 		const struct rt_span *s = &c->spans[i];
 
-		known[i] = slices_known_until(s);
+		known[i] = slices_unknown_upto(s);
 		for (a = 0; a < s->cpu.n_slices && a < RT_SPAN_SLICES_MAX; a++) {
 			v[k].tid = s->cpu.slices[a].tid;
 			v[k].s = s->cpu.slices[a].start_ns;
@@ -384,7 +392,7 @@ static int find_steps(const struct rt_fctx *c, struct steps *st)
 
 			if (rt_span_origin_ns(s) > t || s->end_ns <= t)
 				continue;
-			if (known[r] < t)
+			if (known[r] && v[i].e - v[i].s <= known[r])
 				known_all = false;
 			/* waiting for the engine: in flight, not in a CPU stage of its own */
 			if (!in_cpu_phase(s, t))
