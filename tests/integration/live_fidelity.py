@@ -381,9 +381,11 @@ def main():
                                                    spans[i]["events_out"] != 0)]
         check(not bad, "%s non-streamed spans: first_token_ns null, events_out 0 (off: %s)"
               % (label, bad[:4]))
-        compare_instants(spans, streamed, label)
-        compare_instants(spans, [dict(t, first_token_write_ns=None) for t in truth
-                                 if t["request_id"] in ns_ids], label + " non-streamed")
+        # one population, as the docstring's "99% of requests" says: the 16
+        # non-streamed requests alone made their p99 a maximum (one miss of
+        # 0.617 ms in a CI run); they have no first token to compare
+        compare_instants(spans, streamed + [dict(t, first_token_write_ns=None) for t in truth
+                                            if t["request_id"] in ns_ids], label)
         compare_events(spans, streamed, label)
         phases_sum(spans, label)
         st = daemon.status()
