@@ -610,6 +610,7 @@ static void cmd_status(struct rt_daemon *d, struct rt_ctl_client *cl)
 	rt_jsonw_num(&w, bs->ring_bytes ? (double)bs->ring_avail / bs->ring_bytes : 0, 4);
 	rt_jsonw_key(&w, "ring_fill_max");
 	rt_jsonw_num(&w, bs->ring_bytes ? (double)bs->ring_avail_max / bs->ring_bytes : 0, 4);
+	key_u64(&w, "links_pinned", bs->links_pinned);
 	rt_jsonw_obj_close(&w);
 	rt_jsonw_obj_open(&w);
 	rt_jsonw_key(&w, "name");

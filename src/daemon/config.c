@@ -63,6 +63,7 @@ static const struct {
 	[RT_CFG_JSONL_KEEP] = { "jsonl_keep", "exporters" },
 	[RT_CFG_PACK_DIR] = { "pack_dir", "daemon" },
 	[RT_CFG_MAX_VLLM_REQUESTS] = { "max_vllm_requests", "limits" },
+	[RT_CFG_PIN_DIR] = { "pin_dir", "daemon" },
 };
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
@@ -79,6 +80,7 @@ void rt_config_init(struct rt_config *c)
 	c->o.jsonl_max_bytes = RT_DAEMON_JSONL_MAX_BYTES;
 	c->o.jsonl_keep = RT_DAEMON_JSONL_KEEP;
 	c->o.pack_dir = RT_DAEMON_PACK_DIR;
+	c->o.pin_dir = RT_DAEMON_PIN_DIR;
 }
 
 void rt_config_fini(struct rt_config *c)
@@ -482,6 +484,14 @@ int rt_config_set(struct rt_config *c, enum rt_cfg_key k, const char *value, cha
 			return -ENOMEM;
 		c->o.pack_dir = s;
 		break;
+	case RT_CFG_PIN_DIR:
+		/* empty: links not pinned */
+		if (*value && *value != '/')
+			return fail(why, len, "an absolute path in a bpffs mount, or empty");
+		if (!(s = keep(c, value, strlen(value))))
+			return -ENOMEM;
+		c->o.pin_dir = s;
+		break;
 	case RT_CFG_RECORD:
 		/* empty: no recording, so a file can say so explicitly */
 		s = NULL;
@@ -859,6 +869,8 @@ int rt_config_merge(struct rt_config *b, const struct rt_config *o)
 		b->o.inject_path = copy(b, o->o.inject_path, &err);
 	if (OVER(RT_CFG_PACK_DIR))
 		b->o.pack_dir = copy(b, o->o.pack_dir, &err);
+	if (OVER(RT_CFG_PIN_DIR))
+		b->o.pin_dir = copy(b, o->o.pin_dir, &err);
 	if (OVER(RT_CFG_LOG_LEVEL))
 		b->log_level = o->log_level;
 	if (OVER(RT_CFG_RING_SIZE))
@@ -951,6 +963,7 @@ uint64_t rt_config_diff(const struct rt_config *a, const struct rt_config *b)
 	DIFF(RT_CFG_INJECT, a->inject != b->inject);
 	DIFF(RT_CFG_INJECT_SOCKET, str_differ(x->inject_path, y->inject_path));
 	DIFF(RT_CFG_PACK_DIR, str_differ(x->pack_dir, y->pack_dir));
+	DIFF(RT_CFG_PIN_DIR, str_differ(x->pin_dir, y->pin_dir));
 	DIFF(RT_CFG_LOG_LEVEL, a->log_level != b->log_level);
 	DIFF(RT_CFG_RING_SIZE, x->ring_bytes != y->ring_bytes);
 	DIFF(RT_CFG_HEAD_BYTES, x->head_bytes != y->head_bytes);

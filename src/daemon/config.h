@@ -49,7 +49,8 @@ enum rt_cfg_key {
 	RT_CFG_JSONL_MAX_BYTES,
 	RT_CFG_JSONL_KEEP,
 	RT_CFG_PACK_DIR,
-	RT_CFG_MAX_VLLM_REQUESTS, /* last: the keys above keep their bits */
+	RT_CFG_MAX_VLLM_REQUESTS, /* new keys after the others: those keep their bits */
+	RT_CFG_PIN_DIR,
 	RT_CFG__N,
 };
 

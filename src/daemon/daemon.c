@@ -508,6 +508,7 @@ int rt_daemon__init(struct rt_daemon *d, uv_loop_t *loop, const struct rt_daemon
 	bo.head_bytes = o->head_bytes;
 	bo.tail_bytes = o->tail_bytes;
 	bo.verbose = o->verbose;
+	bo.pin_root = o->pin_dir;
 	d->bpf = rt_bpf_source__new(&bo);
 	if (!d->bpf) {
 		err = -errno;

@@ -33,6 +33,7 @@
 #define RT_DAEMON_ARGS_MAX 64
 #define RT_DAEMON_JSONL_MAX_BYTES (64ULL << 20)
 #define RT_DAEMON_JSONL_KEEP 5
+#define RT_DAEMON_PIN_DIR "/sys/fs/bpf/reqtrace"
 #ifndef RT_DAEMON_PACK_DIR
 #define RT_DAEMON_PACK_DIR                                                                         \
 	"/usr/share/reqtrace/configs/packs" /* the build sets the installed one */
@@ -76,6 +77,9 @@ struct rt_daemon_opts {
 	uint64_t jsonl_max_bytes; /* rotate past this; 0: never */
 	uint32_t jsonl_keep; /* rotated files kept */
 	const char *pack_dir; /* engine packs (docs/packs.md); NULL or "": none */
+	/* bpffs directory the tracepoint links are pinned under while the daemon
+	 * runs (docs/deploy.md, "Restart"); NULL or "": not pinned */
+	const char *pin_dir;
 };
 
 struct rt_metrics; /* metrics.h */

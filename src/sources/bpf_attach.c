@@ -271,6 +271,7 @@ int rt_bpf_source__attach_markers(struct rt_bpf_source *s, const char *lib_path)
 		return err;
 	}
 	s->libs[s->n_libs++] = lib;
+	rt_bpf_pin_marker_lib(s, s->n_libs - 1);
 	dlog("marker uprobes attached to %s", lib_path);
 	return 0;
 }

@@ -47,6 +47,10 @@ struct rt_bpf_source {
 	struct rt_bpf_pack *pack; /* NULL until the first rt_bpf_source__attach_packs() */
 	bool arrival_on; /* both arrival tracepoints attached (bpf_attach.c) */
 	bool sock_btf; /* sock.bpf.c's BTF-walking programs loaded, not the _c ones */
+	/* links[0, n_pinned) pinned in pin_dir (bpf_pin.c); "" none */
+	char pin_root[192], pin_dir[256];
+	int n_pinned;
+	int n_pinned_lib; /* marker uprobe links pinned there too */
 
 	struct ring_buffer *rb;
 	int ring_fd, targets_fd, counters_fd;
@@ -68,6 +72,16 @@ struct rt_bpf_source {
 	__u64 watermark;
 	__u64 avail_max; /* seen by drains */
 };
+
+/* bpf_pin.c: links[] pinned under opts.pin_root so a killed daemon exits at
+ * once (docs/deploy.md, "Restart"). Pinning failures are logged, not fatal. */
+int rt_bpf_pin_links(struct rt_bpf_source *s);
+/* Pins the uprobe links of marker library s->libs[k] beside them. */
+void rt_bpf_pin_marker_lib(struct rt_bpf_source *s, int k);
+/* Removes s's pins (a clean exit, before the links are destroyed). */
+void rt_bpf_unpin_links(struct rt_bpf_source *s);
+/* On a detached thread: removes the pins of daemons that are gone. */
+void rt_bpf_sweep_pins(const struct rt_bpf_source *s);
 
 /* bpf_env.c */
 void rt_bpf_env_set_print(bool verbose);

@@ -326,6 +326,7 @@ int rt_bpf_source__stats(const struct rt_bpf_source *s, struct rt_bpf_stats *st)
 	st->n_cpus = s->n_cpus;
 	st->n_marker_libs = s->n_libs;
 	st->arrival_on = s->arrival_on;
+	st->links_pinned = (__u32)(s->n_pinned + s->n_pinned_lib);
 	rt_bpf_gpu_stats(s, st);
 	return 0;
 }
@@ -472,6 +473,17 @@ struct rt_bpf_source *rt_bpf_source__new(const struct rt_bpf_source_opts *opts)
 	err = check_opts(opts, &s->opts);
 	if (err)
 		goto cleanup;
+	/* ours to keep: the caller's string need not outlive this call */
+	if (opts->pin_root && opts->pin_root[0]) {
+		if ((size_t)snprintf(s->pin_root, sizeof(s->pin_root), "%s", opts->pin_root) >=
+		    sizeof(s->pin_root)) {
+			elog("bpf source: pin directory longer than %zu bytes",
+			     sizeof(s->pin_root) - 1);
+			err = -ENAMETOOLONG;
+			goto cleanup;
+		}
+		s->opts.pin_root = s->pin_root;
+	}
 	rt_bpf_env_set_print(opts->verbose);
 	err = rt_bpf_env_check();
 	if (err)
@@ -509,6 +521,10 @@ struct rt_bpf_source *rt_bpf_source__new(const struct rt_bpf_source_opts *opts)
 	err = rt_bpf_attach_tracepoints(s);
 	if (err)
 		goto cleanup;
+	/* ours first, then the pins a killed daemon left: removing them lets the
+	 * kernel detach its links, which would delay attaching our own */
+	if (!rt_bpf_pin_links(s))
+		rt_bpf_sweep_pins(s);
 	dlog("bpf source %u: ring %u B, head %u B, tail %u B, %u targets max, %d CPUs",
 	     s->opts.source_id, s->opts.ring_bytes, s->opts.head_bytes, s->opts.tail_bytes,
 	     s->opts.max_targets, s->n_cpus);
@@ -524,6 +540,7 @@ void rt_bpf_source__free(struct rt_bpf_source *s)
 {
 	if (!s)
 		return;
+	rt_bpf_unpin_links(s);
 	rt_bpf_detach_all(s);
 	rt_bpf_gpu_free(s);
 	rt_bpf_zmq_free(s);

@@ -8,6 +8,9 @@ connection each. The daemon is
 killed with SIGKILL mid-load and a new one started with the same options.
 
   - the load never notices (every request answered);
+  - the daemon's tracepoint links are pinned in bpffs (docs/deploy.md,
+    "Restart"): the killed daemon's pins are removed by the new one once its
+    own are in place, and a clean exit removes its own;
   - the new daemon traces the running target again (the resume time is
     measured and printed: kill -> target traced, kill -> first new span; the
     check only asks that it happens, within a generous limit);
@@ -42,6 +45,20 @@ import testbed_common as tb  # noqa: E402
 log, check = lc.log, lc.check
 RESUME_LIMIT_S = 30.0  # generous: only that it resumes; the time itself is printed
 CUT_FLAGS = {"started_before_trace", "incomplete"}
+PIN_ROOT = "/sys/fs/bpf/reqtrace"  # the default pin_dir (docs/deploy.md, "Restart")
+
+
+def pin_dirs(pid):
+    """The daemon's directories of pinned links: <pid>-<start time>-<source>."""
+    try:
+        return [os.path.join(PIN_ROOT, n) for n in os.listdir(PIN_ROOT)
+                if n.split("-", 1)[0] == str(pid)]
+    except OSError:
+        return []
+
+
+def links_pinned(daemon):
+    return [x for x in daemon.status()["sources"] if x["name"] == "bpf"][0]["links_pinned"]
 
 
 def wait_traced(daemon, pid, timeout):
@@ -65,6 +82,14 @@ def main():
                          "decode_base_ms=10"])
     port = server.port
     args = ["--port", str(port)]
+    # RT_RESTART_PIN=0: links not pinned, to measure the restart without
+    # (docs/benchmarks.md); the pin checks are then left out
+    pin = os.environ.get("RT_RESTART_PIN", "1") != "0"
+    if not pin:
+        conf = os.path.join(d, "nopin.conf")
+        with open(conf, "w") as f:
+            f.write("[daemon]\npin_dir =\n")
+        args = ["--config", conf] + args
     a = lc.Daemon(args, name="reqtraced-a")
     b = None
     out = os.path.join(d, "load.jsonl")
@@ -83,6 +108,12 @@ def main():
         while time.monotonic() < deadline and len(a.spans()) < 20:
             time.sleep(0.05)
         check(len(a.spans()) >= 20, "first daemon traced the load before the kill")
+        # its tracepoint links pinned, so that its death does not wait on their detach
+        n_pinned = links_pinned(a)
+        a_dirs = pin_dirs(a.proc.pid)
+        check(not pin or n_pinned > 0 and len(a_dirs) == 1 and len(os.listdir(a_dirs[0])) == n_pinned,
+              "the first daemon pinned its links: %d in status, %s"
+              % (n_pinned, [(x, len(os.listdir(x))) for x in a_dirs]))
         t_kill = time.monotonic_ns()
         a.proc.send_signal(signal.SIGKILL)
         a.proc.wait()
@@ -102,6 +133,14 @@ def main():
             else:
                 time.sleep(0.01)
         check(first_new is not None, "the restarted daemon makes new spans")
+        # the new daemon removes the killed one's pins once its own are in place
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(os.path.exists(x) for x in a_dirs):
+            time.sleep(0.05)
+        check(not pin or (a_dirs and not any(os.path.exists(x) for x in a_dirs)
+                          and links_pinned(b) > 0 and len(pin_dirs(b.proc.pid)) == 1),
+              "the new daemon removed the killed daemon's pins (%s) and pinned its own (%d)"
+              % (a_dirs, links_pinned(b)))
         log("resume: kill -> old daemon reaped %.3f s, -> new daemon answering %.3f s, "
             "-> target traced %.3f s (%.3f s after the new one started), -> first whole new "
             "span ended %.3f s after the kill"
@@ -124,6 +163,8 @@ def main():
             a.proc.kill()
         code = b.stop() if b else None
     check(code == 0, "the restarted daemon exits 0 on SIGTERM")
+    check(b is not None and not pin_dirs(b.proc.pid),
+          "a clean exit leaves no pins (%s)" % (pin_dirs(b.proc.pid) if b else None))
 
     truth = {r["request_id"]: r for ka in ("0", "1") for r in lc.read_jsonl(out + ka)}
     check(len(truth) == 240, "load wrote 240 results (%d)" % len(truth))

@@ -123,6 +123,8 @@ static void test_example_is_defaults(void **state)
 	assert_int_equal(o.max_vllm_requests, 0); /* auto: the correlator takes max_requests */
 	assert_int_equal(o.idle_timeout_ns, 300ULL * 1000000000ULL);
 	assert_null(o.metrics_listen);
+	assert_string_equal(o.pin_dir, "/sys/fs/bpf/reqtrace");
+	assert_string_equal(o.pin_dir, d.pin_dir);
 	rt_config_fini(&none);
 	rt_config_fini(&c);
 }
@@ -184,6 +186,8 @@ static const struct bad bads[] = {
 	{ "[daemon]\nsocket_group = no-such-group-rt\n",
 	  "bad.conf:2: key 'socket_group': no group 'no-such-group-rt'" },
 	{ "[daemon]\nsocket = \n", "bad.conf:2: key 'socket': empty path" },
+	{ "[daemon]\npin_dir = reqtrace\n",
+	  "bad.conf:2: key 'pin_dir': an absolute path in a bpffs mount, or empty" },
 	{ "[daemon]\nlog_level = info\nring_size = 8M\n",
 	  "bad.conf:3: key 'ring_size': belongs in [limits], not [daemon]" },
 	{ "ring_size = 8M\n", "bad.conf:1: key 'ring_size': belongs in section [limits]" },

@@ -48,6 +48,9 @@ struct rt_bpf_source_opts {
 	__u16 head_bytes, tail_bytes; /* payload capture; 0 and 0: 512 and 1024 */
 	bool verbose; /* forward libbpf's debug output (at debug level) */
 	bool gpu_per_function; /* GPU uprobes as one perf event each, even where uprobe.multi works */
+	/* a directory in bpffs where the tracepoint links are pinned while the
+	 * daemon runs (docs/deploy.md, "Restart"); NULL or "": not pinned */
+	const char *pin_root;
 };
 
 struct rt_bpf_source;
@@ -188,6 +191,7 @@ struct rt_bpf_stats {
 	/* arrival records (bpf/arrival.bpf.h) */
 	__u64 arrivals_full; /* connections not followed: the arrivals map was full */
 	__u32 arrival_on; /* 1: the arrival tracepoints are attached */
+	__u32 links_pinned; /* tracepoint and marker links pinned in bpffs (docs/deploy.md, "Restart") */
 };
 
 /* Fills *st (reads the kernel's per-CPU counters: a few dozen syscalls). 0 or -errno. */

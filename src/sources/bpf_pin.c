@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The tracepoint links pinned in bpffs, so that a daemon killed without
+ * a clean exit goes away at once and its successor is tracing within
+ * its own start time (docs/deploy.md, "Restart").
+ *
+ * A process that dies holding the only reference to a perf-event link
+ * detaches it in its own exit: the kernel waits for RCU grace periods
+ * per tracepoint, 1-2.5 s for the ~30 links here, and a supervisor that
+ * restarts on exit waits with it. A pinned link outlives its process;
+ * the next daemon, once its own links are attached, removes the pins of
+ * daemons that are gone, and the kernel detaches those links in the
+ * background. A clean exit removes its own pins before it detaches.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "common/log.h"
+#include "bpf_internal.h"
+
+#ifndef BPF_FS_MAGIC
+#define BPF_FS_MAGIC 0xcafe4a11
+#endif
+
+/*
+ * A process's start time (/proc/PID/stat field 22, clock ticks since
+ * boot): with the pid it names one process for the machine's uptime.
+ * 0 when there is no such process.
+ */
+static unsigned long long start_time(long pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long st = 0;
+	size_t n;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the command name, which may hold spaces and parentheses */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* field 3 (state) follows ") "; the start time is field 22 */
+	for (i = 2; i < 22 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &st) != 1)
+		return 0;
+	return st;
+}
+
+int rt_bpf_pin_links(struct rt_bpf_source *s)
+{
+	const char *root = s->opts.pin_root;
+	char path[sizeof(s->pin_dir) + 16];
+	struct statfs fs;
+	int i, err, n;
+
+	if (!root || !root[0])
+		return 0;
+	/* inside a bpffs mount; the directory itself is ours to make */
+	if (mkdir(root, 0700) && errno != EEXIST) {
+		err = -errno;
+		goto fail;
+	}
+	if (statfs(root, &fs)) {
+		err = -errno;
+		goto fail;
+	}
+	if ((unsigned long)fs.f_type != BPF_FS_MAGIC) {
+		err = -ENOTSUP;
+		goto fail;
+	}
+	n = snprintf(s->pin_dir, sizeof(s->pin_dir), "%s/%ld-%llu-%u", root, (long)getpid(),
+		     start_time((long)getpid()), s->opts.source_id);
+	if (n <= 0 || (size_t)n >= sizeof(s->pin_dir)) {
+		err = -ENAMETOOLONG;
+		s->pin_dir[0] = '\0';
+		goto fail;
+	}
+	if (mkdir(s->pin_dir, 0700) && errno != EEXIST) {
+		err = -errno;
+		s->pin_dir[0] = '\0';
+		goto fail;
+	}
+	for (i = 0; i < s->n_links; i++) {
+		snprintf(path, sizeof(path), "%s/l%d", s->pin_dir, i);
+		err = bpf_link__pin(s->links[i], path);
+		if (err)
+			goto fail;
+		s->n_pinned++;
+	}
+	return 0;
+fail:
+	/* not fatal: a restart after a crash then waits for the detach */
+	wlog("BPF links not pinned under %s (%s): a daemon killed without a clean exit takes "
+	     "1-3 s to detach them before a restart (docs/deploy.md, \"Restart\")",
+	     root, strerror(-err));
+	rt_bpf_unpin_links(s);
+	return err;
+}
+
+void rt_bpf_pin_marker_lib(struct rt_bpf_source *s, int k)
+{
+	char path[sizeof(s->pin_dir) + 32];
+	struct bpf_link *l;
+	int i;
+
+	if (!s->pin_dir[0])
+		return;
+	for (i = 0; i < RT_BPF_MARK_FUNCS; i++) {
+		l = s->libs[k].links[i];
+		snprintf(path, sizeof(path), "%s/m%d-%d", s->pin_dir, k, i);
+		/* one left unpinned only costs the exit time its detach takes */
+		if (!l)
+			continue;
+		if (bpf_link__pin(l, path))
+			dlog("marker uprobe not pinned: %s", path);
+		else
+			s->n_pinned_lib++;
+	}
+}
+
+void rt_bpf_unpin_links(struct rt_bpf_source *s)
+{
+	int i, j;
+
+	for (i = 0; i < s->n_libs; i++)
+		for (j = 0; j < RT_BPF_MARK_FUNCS; j++)
+			if (s->libs[i].links[j] && bpf_link__pin_path(s->libs[i].links[j]))
+				bpf_link__unpin(s->libs[i].links[j]);
+	s->n_pinned_lib = 0;
+	for (i = 0; i < s->n_pinned && i < s->n_links; i++)
+		bpf_link__unpin(s->links[i]);
+	s->n_pinned = 0;
+	if (s->pin_dir[0])
+		rmdir(s->pin_dir);
+	s->pin_dir[0] = '\0';
+}
+
+/* Removes one dead daemon's directory: its pins, then itself. Pins removed. */
+static unsigned remove_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	unsigned n = 0;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
+			continue;
+		if (!unlink(path))
+			n++;
+	}
+	closedir(d);
+	rmdir(dir);
+	return n;
+}
+
+struct sweep {
+	char root[PATH_MAX];
+	char own[PATH_MAX];
+};
+
+static void *sweep_main(void *arg)
+{
+	struct sweep *w = arg;
+	char dir[PATH_MAX];
+	unsigned long long st;
+	struct dirent *e;
+	unsigned n;
+	long pid;
+	DIR *d;
+
+	d = opendir(w->root);
+	if (!d)
+		goto out;
+	while ((e = readdir(d))) {
+		if (sscanf(e->d_name, "%ld-%llu-", &pid, &st) != 2 || pid <= 0)
+			continue;
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", w->root, e->d_name) >=
+			    sizeof(dir) ||
+		    !strcmp(dir, w->own))
+			continue;
+		/* alive: the same pid with the same start time */
+		if (start_time(pid) == st)
+			continue;
+		n = remove_dir(dir);
+		ilog("removed %u BPF link pins of reqtraced pid %ld, which did not exit cleanly; "
+		     "the "
+		     "kernel detaches them now",
+		     n, pid);
+	}
+	closedir(d);
+out:
+	free(w);
+	return NULL;
+}
+
+void rt_bpf_sweep_pins(const struct rt_bpf_source *s)
+{
+	const char *root = s->opts.pin_root;
+	pthread_attr_t attr;
+	struct sweep *w;
+	pthread_t t;
+
+	if (!root || !root[0])
+		return;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return;
+	snprintf(w->root, sizeof(w->root), "%s", root);
+	snprintf(w->own, sizeof(w->own), "%s", s->pin_dir);
+	/* on a thread of its own: the unlinks may wait on the kernel's detach */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, sweep_main, w))
+		free(w);
+	pthread_attr_destroy(&attr);
+}
