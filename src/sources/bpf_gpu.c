@@ -401,6 +401,12 @@ int rt_bpf_source__attach_gpu(struct rt_bpf_source *s, const char *lib_path)
 	lib->ino = st.st_ino;
 	lib->multi_fd[0] = lib->multi_fd[1] = -1;
 	lib->err = attach_lib(g, lib, lib_path);
+	/* what attached stays attached until the end: pinned like the
+	 * tracepoints (bpf_pin.c) */
+	for (i = 0; i < 2; i++)
+		rt_bpf_pin_fd(s, lib->multi_fd[i]);
+	for (i = 0; (uint32_t)i < lib->n_links; i++)
+		rt_bpf_pin_fd(s, bpf_link__fd(lib->links[i]));
 	return lib->err;
 }
 

@@ -50,7 +50,8 @@ struct rt_bpf_source {
 	/* links[0, n_pinned) pinned in pin_dir (bpf_pin.c); "" none */
 	char pin_root[192], pin_dir[256];
 	int n_pinned;
-	int n_pinned_lib; /* marker uprobe links pinned there too */
+	int n_pinned_lib; /* uprobe links pinned there too (rt_bpf_pin_fd) */
+	unsigned pin_seq; /* names those pins */
 
 	struct ring_buffer *rb;
 	int ring_fd, targets_fd, counters_fd;
@@ -76,6 +77,8 @@ struct rt_bpf_source {
 /* bpf_pin.c: links[] pinned under opts.pin_root so a killed daemon exits at
  * once (docs/deploy.md, "Restart"). Pinning failures are logged, not fatal. */
 int rt_bpf_pin_links(struct rt_bpf_source *s);
+/* Pins one more link (its fd) beside them, if s pins; failures are only logged. */
+void rt_bpf_pin_fd(struct rt_bpf_source *s, int fd);
 /* Pins the uprobe links of marker library s->libs[k] beside them. */
 void rt_bpf_pin_marker_lib(struct rt_bpf_source *s, int k);
 /* Removes s's pins (a clean exit, before the links are destroyed). */

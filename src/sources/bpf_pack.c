@@ -198,6 +198,9 @@ static int examine(struct rt_bpf_source *s, struct rt_bpf_pack *p, struct pack_f
 		goto cleanup;
 	}
 	err = attach_sites(p, pf, path, pick);
+	/* what attached stays attached: pinned like the tracepoints (bpf_pin.c) */
+	for (uint32_t i = 0; i < pf->n_links; i++)
+		rt_bpf_pin_fd(s, bpf_link__fd(pf->links[i]));
 	if (!err) {
 		pf->pack = pick->pack;
 		ps->attached++;

@@ -24,6 +24,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "common/log.h"
@@ -116,41 +117,38 @@ fail:
 	return err;
 }
 
+void rt_bpf_pin_fd(struct rt_bpf_source *s, int fd)
+{
+	char path[sizeof(s->pin_dir) + 16];
+
+	if (!s->pin_dir[0] || fd < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/x%u", s->pin_dir, s->pin_seq++);
+	/* one left unpinned only costs the exit time its detach takes */
+	if (bpf_obj_pin(fd, path))
+		dlog("BPF link not pinned: %s: %s", path, strerror(errno));
+	else
+		s->n_pinned_lib++;
+}
+
 void rt_bpf_pin_marker_lib(struct rt_bpf_source *s, int k)
 {
-	char path[sizeof(s->pin_dir) + 32];
-	struct bpf_link *l;
 	int i;
 
-	if (!s->pin_dir[0])
-		return;
-	for (i = 0; i < RT_BPF_MARK_FUNCS; i++) {
-		l = s->libs[k].links[i];
-		snprintf(path, sizeof(path), "%s/m%d-%d", s->pin_dir, k, i);
-		/* one left unpinned only costs the exit time its detach takes */
-		if (!l)
-			continue;
-		if (bpf_link__pin(l, path))
-			dlog("marker uprobe not pinned: %s", path);
-		else
-			s->n_pinned_lib++;
-	}
+	for (i = 0; i < RT_BPF_MARK_FUNCS; i++)
+		if (s->libs[k].links[i])
+			rt_bpf_pin_fd(s, bpf_link__fd(s->libs[k].links[i]));
 }
+
+static unsigned remove_dir(const char *dir);
 
 void rt_bpf_unpin_links(struct rt_bpf_source *s)
 {
-	int i, j;
-
-	for (i = 0; i < s->n_libs; i++)
-		for (j = 0; j < RT_BPF_MARK_FUNCS; j++)
-			if (s->libs[i].links[j] && bpf_link__pin_path(s->libs[i].links[j]))
-				bpf_link__unpin(s->libs[i].links[j]);
-	s->n_pinned_lib = 0;
-	for (i = 0; i < s->n_pinned && i < s->n_links; i++)
-		bpf_link__unpin(s->links[i]);
-	s->n_pinned = 0;
+	/* every pin in the directory, whoever made it: the links stay ours
+	 * through their fds until they are destroyed */
 	if (s->pin_dir[0])
-		rmdir(s->pin_dir);
+		remove_dir(s->pin_dir);
+	s->n_pinned = s->n_pinned_lib = 0;
 	s->pin_dir[0] = '\0';
 }
 

@@ -131,6 +131,9 @@ int rt_bpf_source__attach_zmq(struct rt_bpf_source *s, const char *lib_path)
 	lib->dev = st.st_dev;
 	lib->ino = st.st_ino;
 	lib->err = attach_lib(z, lib, lib_path);
+	/* all four or none (attach_lib): pinned like the tracepoints (bpf_pin.c) */
+	for (i = 0; !lib->err && i < ZMQ_PROGS; i++)
+		rt_bpf_pin_fd(s, bpf_link__fd(lib->links[i]));
 	return lib->err;
 }
 

@@ -240,6 +240,10 @@ def main():
             st = daemon.status()
         check((st.get("zmq") or {}).get("libraries", 0) >= 1,
               "reqtraced attached the zmq uprobes: %s" % st.get("zmq"))
+        # pinned beside the tracepoints (docs/deploy.md, "Restart"): 4 more
+        bpf = [x for x in st["sources"] if x["name"] == "bpf"][0]
+        check(bpf["links_pinned"] >= 4 + 40,
+              "the zmq uprobes are pinned with the tracepoints (%d pinned)" % bpf["links_pinned"])
         proc.stdin.write("go\n")
         proc.stdin.flush()
         code = proc.wait(120)
