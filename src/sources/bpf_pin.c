@@ -29,42 +29,11 @@
 
 #include "common/log.h"
 #include "bpf_internal.h"
+#include "pin_sweep.h"
 
 #ifndef BPF_FS_MAGIC
 #define BPF_FS_MAGIC 0xcafe4a11
 #endif
-
-/*
- * A process's start time (/proc/PID/stat field 22, clock ticks since
- * boot): with the pid it names one process for the machine's uptime.
- * 0 when there is no such process.
- */
-static unsigned long long start_time(long pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long st = 0;
-	size_t n;
-	FILE *f;
-	int i;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* after the command name, which may hold spaces and parentheses */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	/* field 3 (state) follows ") "; the start time is field 22 */
-	for (i = 2; i < 22 && p; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &st) != 1)
-		return 0;
-	return st;
-}
 
 int rt_bpf_pin_links(struct rt_bpf_source *s)
 {
@@ -89,7 +58,7 @@ int rt_bpf_pin_links(struct rt_bpf_source *s)
 		goto fail;
 	}
 	n = snprintf(s->pin_dir, sizeof(s->pin_dir), "%s/%ld-%llu-%u", root, (long)getpid(),
-		     start_time((long)getpid()), s->opts.source_id);
+		     rt_pin_start_time((long)getpid()), s->opts.source_id);
 	if (n <= 0 || (size_t)n >= sizeof(s->pin_dir)) {
 		err = -ENAMETOOLONG;
 		s->pin_dir[0] = '\0';
@@ -140,40 +109,14 @@ void rt_bpf_pin_marker_lib(struct rt_bpf_source *s, int k)
 			rt_bpf_pin_fd(s, bpf_link__fd(s->libs[k].links[i]));
 }
 
-static unsigned remove_dir(const char *dir);
-
 void rt_bpf_unpin_links(struct rt_bpf_source *s)
 {
 	/* every pin in the directory, whoever made it: the links stay ours
 	 * through their fds until they are destroyed */
 	if (s->pin_dir[0])
-		remove_dir(s->pin_dir);
+		rt_pin_remove_dir(s->pin_dir);
 	s->n_pinned = s->n_pinned_lib = 0;
 	s->pin_dir[0] = '\0';
-}
-
-/* Removes one dead daemon's directory: its pins, then itself. Pins removed. */
-static unsigned remove_dir(const char *dir)
-{
-	char path[PATH_MAX];
-	struct dirent *e;
-	unsigned n = 0;
-	DIR *d;
-
-	d = opendir(dir);
-	if (!d)
-		return 0;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
-			continue;
-		if (!unlink(path))
-			n++;
-	}
-	closedir(d);
-	rmdir(dir);
-	return n;
 }
 
 struct sweep {
@@ -184,34 +127,8 @@ struct sweep {
 static void *sweep_main(void *arg)
 {
 	struct sweep *w = arg;
-	char dir[PATH_MAX];
-	unsigned long long st;
-	struct dirent *e;
-	unsigned n;
-	long pid;
-	DIR *d;
 
-	d = opendir(w->root);
-	if (!d)
-		goto out;
-	while ((e = readdir(d))) {
-		if (sscanf(e->d_name, "%ld-%llu-", &pid, &st) != 2 || pid <= 0)
-			continue;
-		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", w->root, e->d_name) >=
-			    sizeof(dir) ||
-		    !strcmp(dir, w->own))
-			continue;
-		/* alive: the same pid with the same start time */
-		if (start_time(pid) == st)
-			continue;
-		n = remove_dir(dir);
-		ilog("removed %u BPF link pins of reqtraced pid %ld, which did not exit cleanly; "
-		     "the "
-		     "kernel detaches them now",
-		     n, pid);
-	}
-	closedir(d);
-out:
+	rt_pin_sweep(w->root, w->own);
 	free(w);
 	return NULL;
 }
