@@ -12,9 +12,7 @@
  * daemons that are gone, and the kernel detaches those links in the
  * background. A clean exit removes its own pins before it detaches.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
