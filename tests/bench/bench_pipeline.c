@@ -21,6 +21,8 @@
  *                [--only STAGE (0 read, 1 merge, 2 pipeline, 3 JSON: for a profiler)]
  *                [--dump SPANS.jsonl (every span, to compare two builds)]
  *                [--one-group (all copies in one target group)]
+ *                [--replay REC.rtrace (time an existing recording, e.g. of the testbed,
+ *                 instead of the generated one)]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -801,12 +803,13 @@ int main(int argc, char **argv)
 		{ "dump", required_argument, NULL, 'd' },
 		{ "one-group", no_argument, NULL, 'g' },
 		{ "kinds", no_argument, NULL, 'K' },
+		{ "replay", required_argument, NULL, 'R' },
 		{ 0 },
 	};
 	uint32_t copies = 10000;
 	uint64_t stagger = 80 * US, n_rec = 0;
 	int reps = 5, only = -1, c, err, st, i;
-	const char *path = NULL, *dump = NULL;
+	const char *path = NULL, *dump = NULL, *replay = NULL;
 	char defpath[256];
 	bool keep = false, kinds = false;
 	double *secs;
@@ -841,10 +844,13 @@ int main(int argc, char **argv)
 		case 'K':
 			kinds = true;
 			break;
+		case 'R':
+			replay = optarg;
+			break;
 		default:
 			fprintf(stderr, "usage: bench_pipeline [--copies N] [--stagger-us U] "
 					"[--reps R] [--file PATH] [--keep] [--only 0-3] [--dump F] "
-					"[--one-group] [--kinds]\n");
+					"[--one-group] [--kinds] [--replay REC]\n");
 			return 2;
 		}
 	}
@@ -852,19 +858,29 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_pipeline: --copies in [1, 200000], --reps >= 1\n");
 		return 2;
 	}
-	if (!path) {
+	if (replay) {
+		/* an existing recording, left in place: its records counted as the reader reads them */
+		path = replay;
+		keep = true;
+	} else if (!path) {
 		snprintf(defpath, sizeof(defpath), "/tmp/bench-pipeline-%d.rtrace", (int)getpid());
 		path = defpath;
 	}
-	err = make_templates("/tmp");
-	if (!err)
-		err = write_recording(path, copies, stagger, &n_rec);
-	if (err) {
-		fprintf(stderr, "bench_pipeline: making the recording: %s\n", strerror(-err));
-		return 1;
+	if (replay) {
+		printf("recording: %s (given)\n", path);
+	} else {
+		err = make_templates("/tmp");
+		if (!err)
+			err = write_recording(path, copies, stagger, &n_rec);
+		if (err) {
+			fprintf(stderr, "bench_pipeline: making the recording: %s\n",
+				strerror(-err));
+			return 1;
+		}
+		printf("recording: %s, %llu records, %u copies of %zu templates, stagger %llu us\n",
+		       path, (unsigned long long)n_rec, copies, n_tmpls,
+		       (unsigned long long)(stagger / US));
 	}
-	printf("recording: %s, %llu records, %u copies of %zu templates, stagger %llu us\n", path,
-	       (unsigned long long)n_rec, copies, n_tmpls, (unsigned long long)(stagger / US));
 	if (dump) {
 		/* every span as JSON, to compare two builds; not timed */
 		FILE *f = fopen(dump, "w");
