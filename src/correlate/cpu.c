@@ -337,17 +337,34 @@ place:
 	if (cpu->n_slices >= RT_SPAN_SLICES_MAX) {
 		/* full: the shortest goes, so scheduler noise cannot crowd out the work */
 		uint32_t k = 0;
+		uint64_t best;
 
 		cpu->slices_dropped++;
-		for (i = 1; i < cpu->n_slices; i++)
-			if (cpu->slices[i].end_ns - cpu->slices[i].start_ns <
-			    cpu->slices[k].end_ns - cpu->slices[k].start_ns)
+		/*
+		 * slices_floor is never above the shortest slice's length (slices
+		 * only lengthen, leave, or come in at least as long as it), so a
+		 * piece no longer than it is dropped without the scan: with a long
+		 * stream of pieces, most of them once the longest 32 are held.
+		 */
+		if (to - from <= r->slices_floor)
+			return;
+		best = cpu->slices[0].end_ns - cpu->slices[0].start_ns;
+		for (i = 1; i < cpu->n_slices; i++) {
+			uint64_t l = cpu->slices[i].end_ns - cpu->slices[i].start_ns;
+
+			if (l < best) {
+				best = l;
 				k = i;
-		if (to - from <= cpu->slices[k].end_ns - cpu->slices[k].start_ns)
+			}
+		}
+		r->slices_floor = best;
+		if (to - from <= best)
 			return;
 		sl = &cpu->slices[k];
 	} else {
 		sl = &cpu->slices[cpu->n_slices++];
+		if (to - from < r->slices_floor)
+			r->slices_floor = to - from;
 	}
 	sl->start_ns = from;
 	sl->end_ns = to;

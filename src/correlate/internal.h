@@ -151,6 +151,7 @@ struct rt_req {
 	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
 	uint32_t span_thread_hint; /* cpu.c: span.cpu.threads[] index last found */
 	uint64_t slices_end; /* cpu.c: no slice of span.cpu ends after it */
+	uint64_t slices_floor; /* cpu.c: no slice of span.cpu is shorter (0: not known) */
 	int32_t id_slot; /* the response's "id_slot" (llama-server's sequence), -1: none seen */
 	/* started before the trace and joined mid-body: the first event seen is
 	 * not its first token; resp_last_exit: exit of the last write seen */
