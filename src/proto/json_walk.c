@@ -290,6 +290,24 @@ static bool number(struct jw *p, double *v)
 	size_t l = 0, d;
 	char *after;
 
+	/*
+	 * Most numbers are plain integers: one pass over the digits. What
+	 * follows them must end the run strtod would read (no '.', 'e', sign),
+	 * and up to 15 digits the value is exact; otherwise the general path.
+	 */
+	{
+		const unsigned char *s = p->s;
+		size_t i = p->i + (s[p->i] == '-'), k = i;
+		double x = 0;
+
+		while (k < p->n && k - i < 16 && s[k] >= '0' && s[k] <= '9')
+			x = x * 10 + (s[k++] - '0');
+		if (k > i && k - i <= 15 && (k >= p->n || !num_char(s[k]))) {
+			*v = s[p->i] == '-' ? -x : x;
+			p->i = k;
+			return true;
+		}
+	}
 	while (p->i + l < p->n && num_char(p->s[p->i + l]))
 		l++;
 	/*
@@ -387,7 +405,8 @@ static bool key(struct jw *p, const char *const *names, const unsigned char *len
 
 			size_t j = 1;
 
-			if (rl < l || raw[0] != (unsigned char)names[k][0])
+			/* raw[0] is readable even when rl is 0: the closing quote */
+			if (raw[0] != (unsigned char)names[k][0] || rl < l)
 				continue;
 			/* names are short: a call to memcmp costs more than the bytes */
 			while (j < l && raw[j] == (unsigned char)names[k][j])
@@ -754,7 +773,27 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 		return false;
 	}
 	f->parsed = true;
-	if (kind_at(&t, at[M_ID]) == '"') {
+	if (kind_at(&t, at[M_ID]) == '"' &&
+	    t.s[stop_at(t.s, at[M_ID] + 1, t.n)] == '"') {
+		/*
+		 * No escape (the walk accepted the string, so the stop is in
+		 * bounds): checked where it lies, as string() would cut it at a
+		 * NUL and the check below would take it.
+		 */
+		const unsigned char *raw = t.s + at[M_ID] + 1;
+		size_t l;
+		bool ok = true;
+
+		for (l = 0; l < RT_HTTP_RESPONSE_ID_MAX && raw[l] != '"' && raw[l]; l++)
+			if (raw[l] < 0x21 || raw[l] > 0x7e || raw[l] == '\\') {
+				ok = false;
+				break;
+			}
+		if (ok && l && l < RT_HTTP_RESPONSE_ID_MAX) {
+			memcpy(f->response_id, raw, l);
+			f->response_id[l] = '\0';
+		}
+	} else if (kind_at(&t, at[M_ID]) == '"') {
 		struct jw p = { t.s, t.n, at[M_ID], 0 };
 		char id[RT_HTTP_RESPONSE_ID_MAX];
 		size_t l;
