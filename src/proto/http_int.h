@@ -93,6 +93,13 @@ struct rt_http_json_facts {
 	int64_t tokens_out;
 	char response_id[RT_HTTP_RESPONSE_ID_MAX]; /* top-level "id"; "" none */
 	int32_t id_slot; /* llama-server's top-level "id_slot" (its engine sequence), -1 none */
+	/*
+	 * json_walk: the quotes of a string value without a backslash whose
+	 * bytes no fact depends on but for whether it is empty (the first
+	 * text or content one read), 0 0 none. The SSE memo (sse.c) relies on
+	 * it: an event differing from the last only there has the same facts.
+	 */
+	uint32_t var_q0, var_q1;
 	uint32_t n_reported;
 	struct rt_http_reported reported[RT_HTTP_REPORTED_MAX]; /* last: set up to n_reported */
 };
@@ -115,6 +122,8 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 
 /* ---- Server-Sent Events decoder (sse.c) --------------------------------- */
 
+struct rt_sse_memo;
+
 struct rt_sse_dec {
 	uint8_t state;
 	bool cr; /* the last byte was CR: a LF right after it ends nothing */
@@ -128,7 +137,22 @@ struct rt_sse_dec {
 	const uint8_t *ref;
 	size_t ref_n;
 	struct rt_keepbuf data;
+	struct rt_sse_memo *memo; /* the last event classified, NULL: none (sse.c) */
 };
+
+/*
+ * rt_sse_classify() with memo: the events of one stream mostly differ
+ * only in their token's text. An event whose bytes differ from the memo's
+ * only inside the memo's var string (struct rt_http_json_facts), staying a
+ * plain string as empty or not as before, has the memo's facts; any
+ * other is classified, and becomes the memo when it reported no numbers.
+ * *memo is allocated on first use (none when that fails) and freed by
+ * rt_sse_memo_free().
+ */
+void rt_sse_classify_memo(struct rt_sse_memo **memo, const char *data, size_t len,
+			  bool incomplete, struct rt_sse_event *out);
+void rt_sse_memo_free(struct rt_sse_memo **memo);
+uint64_t rt_sse_memo_hits(const struct rt_sse_memo *memo);
 
 typedef void (*rt_sse_emit_fn)(void *ctx, const struct rt_sse_event *ev);
 

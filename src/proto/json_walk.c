@@ -570,6 +570,23 @@ static bool nonempty_string(const struct jw *t, size_t at)
 	return hex4(s + 3) != 0;
 }
 
+/*
+ * nonempty_string(), for a string whose emptiness is a fact: the first such
+ * without a backslash becomes f's var string (struct rt_http_json_facts).
+ */
+static bool content_string(const struct jw *t, size_t at, struct rt_http_json_facts *f)
+{
+	if (!f->var_q1 && kind_at(t, at) == '"' && at <= UINT32_MAX) {
+		size_t e = stop_at(t->s, at + 1, t->n);
+
+		if (e < t->n && t->s[e] == '"' && e <= UINT32_MAX) {
+			f->var_q0 = (uint32_t)at;
+			f->var_q1 = (uint32_t)e;
+		}
+	}
+	return nonempty_string(t, at);
+}
+
 static bool number_at(const struct jw *t, size_t at, double *v)
 {
 	struct jw p = { t->s, t->n, at, 0 };
@@ -643,17 +660,24 @@ static bool numbers(struct jw *p, const char *prefix, const char *count, size_t 
 static const char *const content_names[1] = { "content" };
 static const unsigned char content_lens[1] = { 7 };
 
+/* where choices_walk() reads to */
+struct content {
+	bool content; /* an element has content */
+	struct rt_http_json_facts *f; /* for its var string */
+};
+
 /* an element of "choices": its "delta" or "message" object's "content" read in place */
 static int element_hook(struct jw *p, size_t k, void *ctx)
 {
+	struct content *c = ctx;
 	size_t at = 0;
 
 	if (k == 0 || p->i >= p->n || p->s[p->i] != '{')
 		return 0;
 	if (!object(p, content_names, content_lens, &at, 1, NULL, NULL))
 		return -1;
-	if (nonempty_string(p, at))
-		*(bool *)ctx = true;
+	if (content_string(p, at, c->f))
+		c->content = true;
 	return 1;
 }
 
@@ -663,7 +687,7 @@ static int element_hook(struct jw *p, size_t k, void *ctx)
  * message.content (each the first member so called), as the tree walk
  * read them.
  */
-static bool choices_walk(struct jw *p, bool *content)
+static bool choices_walk(struct jw *p, struct content *content)
 {
 	static const char *const names[3] = { "text", "delta", "message" };
 	static const unsigned char lens[3] = { 4, 5, 7 };
@@ -681,8 +705,8 @@ static bool choices_walk(struct jw *p, bool *content)
 
 			if (!object(p, names, lens, at, 3, element_hook, content))
 				return false;
-			if (nonempty_string(p, at[0]))
-				*content = true;
+			if (content_string(p, at[0], content->f))
+				content->content = true;
 		} else if (!value(p)) {
 			return false;
 		}
@@ -715,8 +739,13 @@ static int top_hook(struct jw *p, size_t k, void *ctx)
 	case M_CHOICES:
 		if (p->i >= p->n || p->s[p->i] != '[')
 			return 0;
-		if (!choices_walk(p, &t->content))
-			return -1;
+		{
+			struct content c = { .content = t->content, .f = t->f };
+
+			if (!choices_walk(p, &c))
+				return -1;
+			t->content = c.content;
+		}
 		t->choices = true;
 		return 1;
 	case M_USAGE:
@@ -814,7 +843,7 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 	}
 	if (kind_at(&t, at[M_CONTENT]) == '"') {
 		f->text_shape = true;
-		if (nonempty_string(&t, at[M_CONTENT]))
+		if (content_string(&t, at[M_CONTENT], f))
 			f->content = true;
 	}
 	if (top.timings_late) {

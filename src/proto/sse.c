@@ -13,6 +13,8 @@
  * kept; a leading byte-order mark is not stripped.
  */
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "http_int.h"
@@ -87,7 +89,8 @@ static void dispatch(struct rt_sse_dec *d, rt_sse_emit_fn emit, void *ctx)
 			flush_ref(d);
 			text = rt_keepbuf_data(&d->data, &len);
 		}
-		rt_sse_classify(text, len, partial || rt_keepbuf_partial(&d->data), &ev);
+		rt_sse_classify_memo(&d->memo, text, len, partial || rt_keepbuf_partial(&d->data),
+				     &ev);
 		emit(ctx, &ev);
 	} else if (d->pending) {
 		memset(&ev, 0, offsetof(struct rt_sse_event, reported));
@@ -221,6 +224,7 @@ void rt_sse_dec_gap(struct rt_sse_dec *d, bool framing_lost)
 void rt_sse_dec_release(struct rt_sse_dec *d)
 {
 	rt_keepbuf_release(&d->data);
+	rt_sse_memo_free(&d->memo);
 	rt_sse_dec_init(d);
 }
 
@@ -229,9 +233,11 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_sse_event *out)
+static void classify(const char *data, size_t len, bool incomplete, struct rt_sse_event *out,
+		     uint32_t *var_q0, uint32_t *var_q1)
 {
 	struct rt_http_json_facts f;
+	size_t lead = 0;
 
 	/* reported[] past n_reported is never read: a few hundred bytes not cleared per event */
 	memset(out, 0, offsetof(struct rt_sse_event, reported));
@@ -243,6 +249,7 @@ void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_ss
 	while (len && is_space(data[0])) {
 		data++;
 		len--;
+		lead++;
 	}
 	while (len && is_space(data[len - 1]))
 		len--;
@@ -257,6 +264,10 @@ void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_ss
 	rt_http_json_facts(data, len, incomplete, &f);
 	out->tokens_out = f.tokens_out;
 	out->id_slot = f.id_slot;
+	if (f.var_q1) {
+		*var_q0 = (uint32_t)(f.var_q0 + lead);
+		*var_q1 = (uint32_t)(f.var_q1 + lead);
+	}
 	memcpy(out->response_id, f.response_id, sizeof(out->response_id));
 	out->n_reported = f.n_reported;
 	memcpy(out->reported, f.reported, f.n_reported * sizeof(f.reported[0]));
@@ -268,4 +279,144 @@ void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_ss
 		out->kind = RT_SSE_EMPTY;
 	else
 		out->kind = RT_SSE_OTHER;
+}
+
+void rt_sse_classify(const char *data, size_t len, bool incomplete, struct rt_sse_event *out)
+{
+	uint32_t q0 = 0, q1 = 0;
+
+	classify(data, len, incomplete, out, &q0, &q1);
+}
+
+/* ---- the memo ------------------------------------------------------------ */
+
+/* events longer than this are classified every time: token events are short */
+#define MEMO_TEXT_MAX 512
+
+/* sized to its text: one per streamed response in flight */
+struct rt_sse_memo {
+	enum rt_sse_kind kind; /* its facts (it reported no numbers) */
+	int64_t tokens_out;
+	int32_t id_slot;
+	char response_id[RT_HTTP_RESPONSE_ID_MAX];
+	uint32_t len, cap; /* len 0: empty memo */
+	uint32_t q0, q1; /* its var string's quotes in text, 0 0: none */
+	uint64_t hits; /* events given its facts (tests/unit/test_sse_memo.c) */
+	char text[];
+};
+
+/* Bytes at the start of a and b (n each) that are equal. */
+static size_t common_prefix(const char *a, const char *b, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			break;
+	}
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/* Bytes at the ends of a (na) and b (nb) that are equal, at most max. */
+static size_t common_suffix(const char *a, size_t na, const char *b, size_t nb, size_t max)
+{
+	size_t i = 0;
+
+	while (i < max && a[na - 1 - i] == b[nb - 1 - i])
+		i++;
+	return i;
+}
+
+/* Whether the string whose quotes are q0, q1 in s is non-empty as a C string. */
+static bool plain_nonempty(const char *s, uint32_t q0, uint32_t q1)
+{
+	return q1 > q0 + 1 && s[q0 + 1] != '\0';
+}
+
+static bool memo_hit(const struct rt_sse_memo *m, const char *t, size_t n)
+{
+	size_t m_n = m->len, min = n < m_n ? n : m_n, a, b;
+	uint32_t q1;
+
+	if (!m_n)
+		return false;
+	a = common_prefix(t, m->text, min);
+	if (a == min && n == m_n)
+		return true; /* the same bytes */
+	/* the difference starts inside the var string, after its opening quote */
+	if (!m->q1 || a <= m->q0)
+		return false;
+	b = common_suffix(t, n, m->text, m_n, min - a);
+	/* ... and ends before its closing quote, which the suffix holds */
+	if (m_n - b > m->q1)
+		return false;
+	/* the string stays plain: no quote or backslash came in */
+	for (size_t i = a; i < n - b; i++)
+		if (t[i] == '"' || t[i] == '\\')
+			return false;
+	q1 = (uint32_t)(m->q1 + n - m_n);
+	return plain_nonempty(t, m->q0, q1) == plain_nonempty(m->text, m->q0, m->q1);
+}
+
+void rt_sse_classify_memo(struct rt_sse_memo **memo, const char *data, size_t len,
+			  bool incomplete, struct rt_sse_event *out)
+{
+	struct rt_sse_memo *m = *memo;
+	uint32_t q0 = 0, q1 = 0;
+
+	if (!data)
+		len = 0;
+	if (incomplete || len > MEMO_TEXT_MAX || !len) {
+		classify(data, len, incomplete, out, &q0, &q1);
+		return;
+	}
+	if (m && memo_hit(m, data, len)) {
+		m->hits++;
+		memset(out, 0, offsetof(struct rt_sse_event, reported));
+		out->kind = m->kind;
+		out->tokens_out = m->tokens_out;
+		out->id_slot = m->id_slot;
+		memcpy(out->response_id, m->response_id, sizeof(out->response_id));
+		return;
+	}
+	classify(data, len, incomplete, out, &q0, &q1);
+	if (out->n_reported)
+		return;
+	if (!m || m->cap < len) {
+		/* a little room over, so that a stream's events of varying length share one */
+		uint32_t cap = (uint32_t)len + 64 < MEMO_TEXT_MAX ? (uint32_t)len + 64 : MEMO_TEXT_MAX;
+		struct rt_sse_memo *g = realloc(m, sizeof(*m) + cap);
+
+		if (!g)
+			return; /* the old one, if any, still holds what it held */
+		if (!m)
+			g->hits = 0;
+		m = *memo = g;
+		m->cap = cap;
+	}
+	m->kind = out->kind;
+	m->tokens_out = out->tokens_out;
+	m->id_slot = out->id_slot;
+	memcpy(m->response_id, out->response_id, sizeof(m->response_id));
+	memcpy(m->text, data, len);
+	m->len = (uint32_t)len;
+	m->q0 = q0;
+	m->q1 = q1;
+}
+
+uint64_t rt_sse_memo_hits(const struct rt_sse_memo *memo)
+{
+	return memo ? memo->hits : 0;
+}
+
+void rt_sse_memo_free(struct rt_sse_memo **memo)
+{
+	free(*memo);
+	*memo = NULL;
 }
