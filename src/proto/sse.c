@@ -328,6 +328,14 @@ static size_t common_suffix(const char *a, size_t na, const char *b, size_t nb, 
 {
 	size_t i = 0;
 
+	for (; i + 8 <= max; i += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, a + na - i - 8, 8);
+		memcpy(&y, b + nb - i - 8, 8);
+		if (x != y)
+			break;
+	}
 	while (i < max && a[na - 1 - i] == b[nb - 1 - i])
 		i++;
 	return i;
@@ -356,7 +364,7 @@ static bool memo_hit(const struct rt_sse_memo *m, const char *t, size_t n)
 	/* ... and ends before its closing quote, which the suffix holds */
 	if (m_n - b > m->q1)
 		return false;
-	/* the string stays plain: no quote or backslash came in */
+	/* the string stays plain: no quote or backslash came in (a token's few bytes) */
 	for (size_t i = a; i < n - b; i++)
 		if (t[i] == '"' || t[i] == '\\')
 			return false;
