@@ -290,6 +290,37 @@ struct rt_span_thread *rt_cpu_span_thread(struct rt_req *r, const struct rt_thre
 	return &cpu->threads[cpu->n_threads++];
 }
 
+_Static_assert(RT_SPAN_SLICES_MAX == 32, "the slice tree's layout");
+
+static inline uint64_t slice_len(const struct rt_span_cpu *cpu, uint32_t k)
+{
+	return cpu->slices[k].end_ns - cpu->slices[k].start_ns;
+}
+
+/* The shorter slice of the winners of node v's children; the left (lower index) on a tie. */
+static inline uint8_t tt_node(const struct rt_req *r, uint32_t v)
+{
+	uint32_t a = 2 * v, b = a + 1;
+	uint8_t wa = a >= RT_SPAN_SLICES_MAX ? (uint8_t)(a - RT_SPAN_SLICES_MAX) : r->slices_tt[a];
+	uint8_t wb = b >= RT_SPAN_SLICES_MAX ? (uint8_t)(b - RT_SPAN_SLICES_MAX) : r->slices_tt[b];
+
+	return slice_len(&r->span.cpu, wb) < slice_len(&r->span.cpu, wa) ? wb : wa;
+}
+
+static void tt_build(struct rt_req *r)
+{
+	for (uint32_t v = RT_SPAN_SLICES_MAX - 1; v >= 1; v--)
+		r->slices_tt[v] = tt_node(r, v);
+	r->slices_tt_ok = true;
+}
+
+/* Slice k changed length: the nodes above it again. */
+static void tt_update(struct rt_req *r, uint32_t k)
+{
+	for (uint32_t v = (k + RT_SPAN_SLICES_MAX) / 2; v >= 1; v /= 2)
+		r->slices_tt[v] = tt_node(r, v);
+}
+
 void rt_span_slice_add(struct rt_req *r, uint32_t tid, uint64_t from, uint64_t to, bool shared)
 {
 	struct rt_span_cpu *cpu = &r->span.cpu;
@@ -311,8 +342,11 @@ void rt_span_slice_add(struct rt_req *r, uint32_t tid, uint64_t from, uint64_t t
 		sl = &cpu->slices[cpu->n_slices - 1];
 		if (sl->tid == tid && sl->shared == shared && sl->end_ns == r->slices_end &&
 		    from >= sl->start_ns && from <= sl->end_ns) {
-			if (to > sl->end_ns)
+			if (to > sl->end_ns) {
 				sl->end_ns = r->slices_end = to;
+				if (r->slices_tt_ok)
+					tt_update(r, cpu->n_slices - 1);
+			}
 			return;
 		}
 	}
@@ -332,44 +366,37 @@ void rt_span_slice_add(struct rt_req *r, uint32_t tid, uint64_t from, uint64_t t
 		if (sl->end_ns > to)
 			to = sl->end_ns;
 		*sl = cpu->slices[--cpu->n_slices];
+		r->slices_tt_ok = false;
 	}
 place:
 	if (cpu->n_slices >= RT_SPAN_SLICES_MAX) {
-		/* full: the shortest goes, so scheduler noise cannot crowd out the work */
-		uint32_t k = 0;
-		uint64_t best;
+		/*
+		 * Full: the shortest goes, so scheduler noise cannot crowd out the
+		 * work. With a long stream of pieces on a batching engine this
+		 * runs for every piece of every member: the tree finds the
+		 * shortest (the first of equals, as a scan would) in 5 steps.
+		 */
+		uint32_t k;
 
 		cpu->slices_dropped++;
-		/*
-		 * slices_floor is never above the shortest slice's length (slices
-		 * only lengthen, leave, or come in at least as long as it), so a
-		 * piece no longer than it is dropped without the scan: with a long
-		 * stream of pieces, most of them once the longest 32 are held.
-		 */
-		if (to - from <= r->slices_floor)
-			return;
-		best = cpu->slices[0].end_ns - cpu->slices[0].start_ns;
-		for (i = 1; i < cpu->n_slices; i++) {
-			uint64_t l = cpu->slices[i].end_ns - cpu->slices[i].start_ns;
-
-			if (l < best) {
-				best = l;
-				k = i;
-			}
-		}
-		r->slices_floor = best;
-		if (to - from <= best)
+		if (!r->slices_tt_ok)
+			tt_build(r);
+		k = r->slices_tt[1];
+		if (to - from <= slice_len(cpu, k))
 			return;
 		sl = &cpu->slices[k];
+		sl->start_ns = from;
+		sl->end_ns = to;
+		sl->tid = tid;
+		sl->shared = shared;
+		tt_update(r, k);
 	} else {
 		sl = &cpu->slices[cpu->n_slices++];
-		if (to - from < r->slices_floor)
-			r->slices_floor = to - from;
+		sl->start_ns = from;
+		sl->end_ns = to;
+		sl->tid = tid;
+		sl->shared = shared;
 	}
-	sl->start_ns = from;
-	sl->end_ns = to;
-	sl->tid = tid;
-	sl->shared = shared;
 	if (to > r->slices_end)
 		r->slices_end = to;
 }

@@ -151,7 +151,14 @@ struct rt_req {
 	uint32_t recv_tid; /* the thread whose read completed the request, 0: unknown */
 	uint32_t span_thread_hint; /* cpu.c: span.cpu.threads[] index last found */
 	uint64_t slices_end; /* cpu.c: no slice of span.cpu ends after it */
-	uint64_t slices_floor; /* cpu.c: no slice of span.cpu is shorter (0: not known) */
+	/*
+	 * cpu.c: with span.cpu's slice list full, a tournament tree over it
+	 * (nodes 1..31, children 2v and 2v+1, leaves 32 + slice index) whose
+	 * root is the shortest slice, the first one on a tie; valid while
+	 * slices_tt_ok
+	 */
+	uint8_t slices_tt[RT_SPAN_SLICES_MAX];
+	bool slices_tt_ok;
 	int32_t id_slot; /* the response's "id_slot" (llama-server's sequence), -1: none seen */
 	/* started before the trace and joined mid-body: the first event seen is
 	 * not its first token; resp_last_exit: exit of the last write seen */
