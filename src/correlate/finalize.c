@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/select.h"
 #include "internal.h"
 #include "pack.h"
 #include "vllm.h"
@@ -36,37 +37,38 @@ void rt_span_add_gap(struct rt_req *r, int64_t gap)
 	r->gaps[r->n_gaps++] = gap;
 }
 
-/*
- * Shell sort (Ciura's gaps), in place: a streamed reply has a gap per
- * token, typically tens to a few hundred, where qsort's indirect compares
- * and merge buffer cost more than the sort. Values sort the same by any
- * algorithm, so the percentiles do not change.
- */
-static void sort_i64(int64_t *v, uint32_t n)
+/* nearest rank: the ceil(p * n)-th smallest (1-based), as tests/fixtures does */
+static uint32_t rank(uint32_t n, uint32_t pct)
 {
-	static const uint32_t gaps[] = { 1750, 701, 301, 132, 57, 23, 10, 4, 1 };
+	uint64_t r = ((uint64_t)pct * n + 99) / 100;
 
-	for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
-		uint32_t h = gaps[g], i, j;
-
-		for (i = h; i < n; i++) {
-			int64_t x = v[i];
-
-			for (j = i; j >= h && v[j - h] > x; j -= h)
-				v[j] = v[j - h];
-			v[j] = x;
-		}
-	}
+	return r < 1 ? 1 : (uint32_t)r;
 }
 
-/* nearest rank: the ceil(p * n)-th smallest (1-based), as tests/fixtures does */
-static int64_t nearest_rank(const int64_t *sorted, uint32_t n, uint32_t pct)
+/*
+ * The r-th smallest (1-based) of v[0..n), r <= n, left at v[r - 1] with
+ * what is smaller before it. The largest, as the 99th of up to 100 gaps
+ * is, by one pass.
+ */
+static int64_t kth(int64_t *v, uint32_t n, uint32_t r)
 {
-	uint64_t rank = ((uint64_t)pct * n + 99) / 100;
+	if (r == n) {
+		uint32_t m = 0, i;
+		int64_t t;
 
-	if (rank < 1)
-		rank = 1;
-	return sorted[rank - 1];
+		for (i = 1; i < n; i++)
+			if (v[i] > v[m])
+				m = i;
+		t = v[m], v[m] = v[n - 1], v[n - 1] = t;
+		return v[n - 1];
+	}
+	/*
+	 * Two ranks, not a sorted list: sorting a reply's gaps (in random
+	 * order, each compare a coin toss for the branch predictor) was most
+	 * of a span's finalisation.
+	 */
+	rt_select_k_i64(v, n, r - 1);
+	return v[r - 1];
 }
 
 static void itl(struct rt_req *r)
@@ -75,10 +77,10 @@ static void itl(struct rt_req *r)
 
 	if (!n || !r->gaps)
 		return;
-	sort_i64(r->gaps, n);
 	r->span.itl_present = true;
-	r->span.itl_p50_ns = nearest_rank(r->gaps, n, 50);
-	r->span.itl_p99_ns = nearest_rank(r->gaps, n, 99);
+	r->span.itl_p99_ns = kth(r->gaps, n, rank(n, 99));
+	/* what lies below the 99th's place holds the 50th's, which is not above it */
+	r->span.itl_p50_ns = kth(r->gaps, rank(n, 99), rank(n, 50));
 	r->span.itl_max_ns = r->gap_max;
 }
 
