@@ -154,7 +154,17 @@ static void quoted(struct rt_jsonw *w, const char *s)
 	put(w, "\"", 1);
 	while (*p) {
 		const char *rep = NULL;
+		const unsigned char *q = p;
 		int n;
+
+		/* keys and most values are plain ASCII: a run at a time */
+		while (*q >= 0x20 && *q < 0x7f && *q != '"' && *q != '\\')
+			q++;
+		if (q != p) {
+			put(w, (const char *)p, (size_t)(q - p));
+			p = q;
+			continue;
+		}
 
 		switch (*p) {
 		case '"':
@@ -209,22 +219,34 @@ void rt_jsonw_str_val(struct rt_jsonw *w, const char *s)
 	quoted(w, s ? s : "");
 }
 
+/* v in decimal, ending at end (exclusive): its first digit. A span has ~100 numbers. */
+static char *digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
 void rt_jsonw_int(struct rt_jsonw *w, int64_t v)
 {
-	char b[32];
+	char b[32], *e = b + sizeof(b), *d;
 
 	sep(w);
-	snprintf(b, sizeof(b), "%" PRId64, v);
-	puts_(w, b);
+	d = digits(e, v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v);
+	if (v < 0)
+		*--d = '-';
+	put(w, d, (size_t)(e - d));
 }
 
 void rt_jsonw_uint(struct rt_jsonw *w, uint64_t v)
 {
-	char b[32];
+	char b[32], *e = b + sizeof(b), *d;
 
 	sep(w);
-	snprintf(b, sizeof(b), "%" PRIu64, v);
-	puts_(w, b);
+	d = digits(e, v);
+	put(w, d, (size_t)(e - d));
 }
 
 void rt_jsonw_num(struct rt_jsonw *w, double v, int decimals)
@@ -254,12 +276,20 @@ void rt_jsonw_null(struct rt_jsonw *w)
 
 void rt_jsonw_ms(struct rt_jsonw *w, int64_t ns)
 {
-	char b[40];
+	char b[40], *e = b + sizeof(b), *d;
 	uint64_t a = ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns;
 	/* round half away from zero to the microsecond */
 	uint64_t us = (a + 500) / 1000;
 
 	sep(w);
-	snprintf(b, sizeof(b), "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", us / 1000, us % 1000);
-	puts_(w, b);
+	/* as "%s%llu.%03llu" would print it */
+	d = e - 3;
+	d[0] = (char)('0' + us % 1000 / 100);
+	d[1] = (char)('0' + us % 100 / 10);
+	d[2] = (char)('0' + us % 10);
+	*--d = '.';
+	d = digits(d, us / 1000);
+	if (ns < 0)
+		*--d = '-';
+	put(w, d, (size_t)(e - d));
 }
