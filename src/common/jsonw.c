@@ -40,7 +40,7 @@ const char *rt_jsonw_str(const struct rt_jsonw *w)
 	return w->buf ? w->buf : "";
 }
 
-static void put(struct rt_jsonw *w, const char *s, size_t n)
+static void put_slow(struct rt_jsonw *w, const char *s, size_t n)
 {
 	if (w->overflow)
 		return;
@@ -67,6 +67,23 @@ static void put(struct rt_jsonw *w, const char *s, size_t n)
 	memcpy(w->buf + w->len, s, n);
 	w->len += n;
 	w->buf[w->len] = '\0';
+}
+
+/* Most writes fit what the buffer holds (reset keeps it): inline, no call for a byte. */
+static inline void put(struct rt_jsonw *w, const char *s, size_t n)
+{
+	if (w->len + n + 1 <= w->cap && !w->overflow) {
+		char *d = w->buf + w->len;
+
+		if (n == 1)
+			d[0] = s[0];
+		else
+			memcpy(d, s, n);
+		w->len += n;
+		w->buf[w->len] = '\0';
+		return;
+	}
+	put_slow(w, s, n);
 }
 
 static void puts_(struct rt_jsonw *w, const char *s)
