@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -33,6 +34,31 @@
 #define BPF_FS_MAGIC 0xcafe4a11
 #endif
 
+#define BPFFS_DEFAULT "/sys/fs/bpf"
+
+/*
+ * Systemd mounts bpffs at /sys/fs/bpf at boot; a machine without it (a
+ * container's init, a minimal VM) has only the empty sysfs directory.
+ * As for tracefs (bpf_env.c), the daemon mounts it there itself when the
+ * pin root lies directly under it; anywhere else it must be a bpffs
+ * already, and the check below says so.
+ */
+static void ensure_bpffs(const char *root)
+{
+	size_t l = strlen(BPFFS_DEFAULT);
+	struct statfs fs;
+
+	if (strncmp(root, BPFFS_DEFAULT "/", l + 1) || strchr(root + l + 1, '/'))
+		return;
+	if (!statfs(BPFFS_DEFAULT, &fs) && (unsigned long)fs.f_type == BPF_FS_MAGIC)
+		return;
+	if (mount("bpf", BPFFS_DEFAULT, "bpf", 0, "mode=0700") && errno != EBUSY) {
+		dlog("mounting bpffs at %s: %s", BPFFS_DEFAULT, strerror(errno));
+		return;
+	}
+	ilog("mounted bpffs at %s (for pinned links)", BPFFS_DEFAULT);
+}
+
 int rt_bpf_pin_links(struct rt_bpf_source *s)
 {
 	const char *root = s->opts.pin_root;
@@ -42,6 +68,7 @@ int rt_bpf_pin_links(struct rt_bpf_source *s)
 
 	if (!root || !root[0])
 		return 0;
+	ensure_bpffs(root);
 	/* inside a bpffs mount; the directory itself is ours to make */
 	if (mkdir(root, 0700) && errno != EEXIST) {
 		err = -errno;
