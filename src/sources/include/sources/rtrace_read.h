@@ -28,7 +28,13 @@
 #include <reqtrace/event.h>
 #include <reqtrace/rtrace.h>
 
-#define RT_TRACE_READER_BUF_DEFAULT (256 * 1024)
+/*
+ * Small enough that what read() copies is still in the cache when the
+ * records are parsed: with a merge and correlator holding tens of MB, a
+ * 256 KiB buffer was cold again by then (docs/benchmarks.md, "Fourth
+ * pass"); at least 2 * RT_EVENT_MAX.
+ */
+#define RT_TRACE_READER_BUF_DEFAULT (64 * 1024)
 /* a header may grow (header_size), up to this */
 #define RT_TRACE_HEADER_MAX 4096
 
