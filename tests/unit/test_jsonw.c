@@ -14,15 +14,13 @@
 #include <string.h>
 
 #include "common/jsonw.h"
+#include "rt_rnd.h"
 
 static uint64_t rnd_state = 0x853C49E6748FEA9Bull;
 
 static uint64_t rnd(void)
 {
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
+	return rt_rnd(&rnd_state);
 }
 
 static void one_int(int64_t v)

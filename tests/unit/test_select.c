@@ -15,15 +15,13 @@
 #include <string.h>
 
 #include "common/select.h"
+#include "rt_rnd.h"
 
 static uint64_t rnd_state = 0x9E3779B97F4A7C15ull;
 
 static uint64_t rnd(void)
 {
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
+	return rt_rnd(&rnd_state);
 }
 
 static int cmp(const void *a, const void *b)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "rt_rnd.h"
 
 static void oracle_add(struct rt_span_cpu *cpu, uint32_t tid, uint64_t from, uint64_t to,
 		       bool shared)
@@ -59,10 +60,7 @@ static uint64_t rnd_state = 0xD1B54A32D192ED03ull;
 
 static uint64_t rnd(void)
 {
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
+	return rt_rnd(&rnd_state);
 }
 
 static void same(const struct rt_span_cpu *a, const struct rt_span_cpu *b)

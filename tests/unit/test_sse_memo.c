@@ -21,6 +21,7 @@
 
 #include "proto/http.h"
 #include "http_int.h"
+#include "rt_rnd.h"
 
 static const char *const shapes[] = {
 	"{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1700000000,"
@@ -53,10 +54,7 @@ static uint64_t rnd_state = 0x2545F4914F6CDD1Dull;
 
 static uint64_t rnd(void)
 {
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
+	return rt_rnd(&rnd_state);
 }
 
 static uint64_t pairs, hits;
