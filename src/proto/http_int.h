@@ -149,8 +149,8 @@ struct rt_sse_dec {
  * *memo is allocated on first use (none when that fails) and freed by
  * rt_sse_memo_free().
  */
-void rt_sse_classify_memo(struct rt_sse_memo **memo, const char *data, size_t len,
-			  bool incomplete, struct rt_sse_event *out);
+void rt_sse_classify_memo(struct rt_sse_memo **memo, const char *data, size_t len, bool incomplete,
+			  struct rt_sse_event *out);
 void rt_sse_memo_free(struct rt_sse_memo **memo);
 uint64_t rt_sse_memo_hits(const struct rt_sse_memo *memo);
 

@@ -802,8 +802,7 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 		return false;
 	}
 	f->parsed = true;
-	if (kind_at(&t, at[M_ID]) == '"' &&
-	    t.s[stop_at(t.s, at[M_ID] + 1, t.n)] == '"') {
+	if (kind_at(&t, at[M_ID]) == '"' && t.s[stop_at(t.s, at[M_ID] + 1, t.n)] == '"') {
 		/*
 		 * No escape (the walk accepted the string, so the stop is in
 		 * bounds): checked where it lies, as string() would cut it at a

@@ -372,8 +372,8 @@ static bool memo_hit(const struct rt_sse_memo *m, const char *t, size_t n)
 	return plain_nonempty(t, m->q0, q1) == plain_nonempty(m->text, m->q0, m->q1);
 }
 
-void rt_sse_classify_memo(struct rt_sse_memo **memo, const char *data, size_t len,
-			  bool incomplete, struct rt_sse_event *out)
+void rt_sse_classify_memo(struct rt_sse_memo **memo, const char *data, size_t len, bool incomplete,
+			  struct rt_sse_event *out)
 {
 	struct rt_sse_memo *m = *memo;
 	uint32_t q0 = 0, q1 = 0;
@@ -398,7 +398,8 @@ void rt_sse_classify_memo(struct rt_sse_memo **memo, const char *data, size_t le
 		return;
 	if (!m || m->cap < len) {
 		/* a little room over, so that a stream's events of varying length share one */
-		uint32_t cap = (uint32_t)len + 64 < MEMO_TEXT_MAX ? (uint32_t)len + 64 : MEMO_TEXT_MAX;
+		uint32_t cap =
+			(uint32_t)len + 64 < MEMO_TEXT_MAX ? (uint32_t)len + 64 : MEMO_TEXT_MAX;
 		struct rt_sse_memo *g = realloc(m, sizeof(*m) + cap);
 
 		if (!g)

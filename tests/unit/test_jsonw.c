@@ -51,9 +51,23 @@ static void one_int(int64_t v)
 
 static void test_numbers(void **state)
 {
-	static const int64_t edge[] = { 0,	  1,	   -1,	      9,	 10,	   -10,
-					499,	  500,	   -500,      999,	 1000,	   1499500,
-					-1499500, 99999,   INT64_MAX, INT64_MIN, INT64_MAX - 499 };
+	static const int64_t edge[] = { 0,
+					1,
+					-1,
+					9,
+					10,
+					-10,
+					499,
+					500,
+					-500,
+					999,
+					1000,
+					1499500,
+					-1499500,
+					99999,
+					INT64_MAX,
+					INT64_MIN,
+					INT64_MAX - 499 };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
@@ -83,7 +97,8 @@ static void test_strings(void **state)
 	str_is("a\"b\\c", "\"a\\\"b\\\\c\"");
 	str_is("l1\nl2\r\t", "\"l1\\nl2\\r\\t\"");
 	str_is("\x01x\x1f\x7f", "\"\\u0001x\\u001f\\u007f\"");
-	str_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+	str_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	       "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
 	str_is("bad \xc3 end \xff", "\"bad \\ufffd end \\ufffd\"");
 	str_is("\xe2\x82", "\"\\ufffd\\ufffd\"");
 }

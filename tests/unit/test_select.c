@@ -59,7 +59,8 @@ static void fill(int64_t *v, uint32_t n, int shape)
 
 static void check(uint32_t n, int shape)
 {
-	int64_t *v = malloc(n * sizeof(*v)), *s = malloc(n * sizeof(*s)), *w = malloc(n * sizeof(*w));
+	int64_t *v = malloc(n * sizeof(*v)), *s = malloc(n * sizeof(*s)),
+		*w = malloc(n * sizeof(*w));
 
 	assert_non_null(v);
 	assert_non_null(s);

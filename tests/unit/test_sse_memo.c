@@ -38,7 +38,8 @@ static const char *const shapes[] = {
 	"\"tokens_evaluated\":5,\"timings\":{\"predicted_n\":12,\"prompt_ms\":1.5}}",
 	"{\"id\":\"cmpl-4\",\"choices\":[{\"index\":0,\"text\":\"a\\\"b\"}]}",
 	"{\"id\":\"cmpl-5\",\"choices\":[{\"index\":0,\"text\":\"\\u0000x\"}]}",
-	"{\"id\":\"cmpl-6\",\"choices\":[{\"index\":0,\"text\":\"\"},{\"index\":1,\"text\":\"b\"}]}",
+	"{\"id\":\"cmpl-6\",\"choices\":[{\"index\":0,\"text\":\"\"},{\"index\":1,\"text\":\"b\"}]"
+	"}",
 	"{\"id\":\"cmpl-7\",\"choices\":[{\"index\":0,\"text\":\"t\"}],"
 	"\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":9,\"total_tokens\":12}}",
 	"  {\"id\":\"c 8\",\"choices\":[{\"text\":\"q\",\"text\":\"\"}]}  ",
@@ -233,12 +234,14 @@ static void test_hits(void **state)
 	}
 	assert_int_equal(rt_sse_memo_hits(m), 99);
 	/* empty now: not the memo's facts */
-	n = snprintf(buf, sizeof(buf), "{\"id\":\"cmpl-h\",\"choices\":[{\"index\":0,\"text\":\"\"}]}");
+	n = snprintf(buf, sizeof(buf),
+		     "{\"id\":\"cmpl-h\",\"choices\":[{\"index\":0,\"text\":\"\"}]}");
 	rt_sse_classify_memo(&m, buf, (size_t)n, false, &ev);
 	assert_int_equal(ev.kind, RT_SSE_EMPTY);
 	assert_int_equal(rt_sse_memo_hits(m), 99);
 	/* an incomplete event never uses it */
-	n = snprintf(buf, sizeof(buf), "{\"id\":\"cmpl-h\",\"choices\":[{\"index\":0,\"text\":\"\"}]}");
+	n = snprintf(buf, sizeof(buf),
+		     "{\"id\":\"cmpl-h\",\"choices\":[{\"index\":0,\"text\":\"\"}]}");
 	rt_sse_classify_memo(&m, buf, (size_t)n, true, &ev);
 	assert_true(ev.incomplete);
 	assert_int_equal(rt_sse_memo_hits(m), 99);
