@@ -21,7 +21,14 @@ of the first read that returned the request's bytes), one CLOCK_MONOTONIC:
   arrival_ns                     known, between the client's send and the
                                  server's first read
   ttft_ms, duration_ms           counted from arrival: within max(2 ms, 2%)
-                                 of the client's (from send_ns)
+                                 of the client's (from send_ns), or of the
+                                 testbed's own stamps of the same writes
+                                 (first_token_write_ns, end_ns) where the
+                                 kernel delivered the bytes late: on a
+                                 saturated machine loopback delivery lagged
+                                 the server's last write by 2.15 ms (ASan
+                                 build, ci-fresh of 2026-12-02) while the
+                                 span matched the testbed's end to 1 us
   phases.backlog_ms              source "probe", within 1 ms of truth
                                  first_read_ns - client send_ns
   the waits are real             at least a quarter of the requests waited
@@ -82,6 +89,10 @@ def judge(name, spans, truth, client):
         # 2026-12-02) is no part of what the span measures
         c_ttft = (stamp(c, "ttft") - c["send_ns"]) / MS
         c_total = (stamp(c, "end") - c["send_ns"]) / MS
+        # the server's side of the same writes (its user-space stamps after them)
+        t_ttft = (t["first_token_write_ns"] - c["send_ns"]) / MS \
+            if t.get("first_token_write_ns") else None
+        t_total = (t["end_ns"] - c["send_ns"]) / MS if t.get("end_ns") else None
         want_backlog = (t["first_read_ns"] - c["send_ns"]) / MS
         ph = s.get("phases") or {}
         backlog = ph.get("backlog_ms")
@@ -90,15 +101,19 @@ def judge(name, spans, truth, client):
                "first_read_ns": t["first_read_ns"], "accept_ns": t["accept_ns"],
                "span_ttft_ms": s.get("ttft_ms"), "client_ttft_ms": round(c_ttft, 3),
                "span_duration_ms": s.get("duration_ms"), "client_total_ms": round(c_total, 3),
+               "truth_ttft_ms": t_ttft and round(t_ttft, 3),
+               "truth_total_ms": t_total and round(t_total, 3),
                "span_backlog_ms": backlog, "truth_backlog_ms": round(want_backlog, 3),
                # the client's wakeup after its first event's bytes arrived
                "client_wake_ms": round((c["ttft_ns"] - stamp(c, "ttft")) / MS, 3)}
         rows.append(row)
         if arrival is None or not c["send_ns"] <= arrival <= t["first_read_ns"]:
             off["arrival"].append(row)
-        if not near(s.get("ttft_ms"), c_ttft):
+        if not (near(s.get("ttft_ms"), c_ttft) or
+                (t_ttft is not None and near(s.get("ttft_ms"), t_ttft))):
             off["ttft"].append(row)
-        if not near(s.get("duration_ms"), c_total):
+        if not (near(s.get("duration_ms"), c_total) or
+                (t_total is not None and near(s.get("duration_ms"), t_total))):
             off["duration"].append(row)
         if backlog is None or abs(backlog - want_backlog) > 1.0:
             off["backlog"].append(row)
@@ -108,9 +123,11 @@ def judge(name, spans, truth, client):
     check(not off["arrival"], "%s: arrival_ns known and between the client's send and the "
           "server's first read, %d spans (off %d: %s)" % (name, n, len(off["arrival"]),
                                                           off["arrival"][:3]))
-    check(not off["ttft"], "%s: ttft_ms within max(2 ms, 2%%) of the client's, %d spans "
+    check(not off["ttft"], "%s: ttft_ms within max(2 ms, 2%%) of the client's or the "
+          "testbed's, %d spans "
           "(off %d: %s)" % (name, n, len(off["ttft"]), off["ttft"][:3]))
-    check(not off["duration"], "%s: duration_ms within max(2 ms, 2%%) of the client's, %d spans "
+    check(not off["duration"], "%s: duration_ms within max(2 ms, 2%%) of the client's or the "
+          "testbed's, %d spans "
           "(off %d: %s)" % (name, n, len(off["duration"]), off["duration"][:3]))
     check(not off["backlog"], "%s: phases.backlog_ms within 1 ms of truth first_read_ns - "
           "client send_ns, %d spans (off %d: %s)" % (name, n, len(off["backlog"]),
