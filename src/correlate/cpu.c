@@ -325,7 +325,7 @@ void rt_span_slice_add(struct rt_req *r, uint32_t tid, uint64_t from, uint64_t t
 {
 	struct rt_span_cpu *cpu = &r->span.cpu;
 	struct rt_span_slice *sl;
-	uint32_t i;
+	uint32_t i, k;
 
 	if (to <= from)
 		return;
@@ -376,8 +376,6 @@ place:
 		 * runs for every piece of every member: the tree finds the
 		 * shortest (the first of equals, as a scan would) in 5 steps.
 		 */
-		uint32_t k;
-
 		cpu->slices_dropped++;
 		if (!r->slices_tt_ok)
 			tt_build(r);
@@ -385,18 +383,16 @@ place:
 		if (to - from <= slice_len(cpu, k))
 			return;
 		sl = &cpu->slices[k];
-		sl->start_ns = from;
-		sl->end_ns = to;
-		sl->tid = tid;
-		sl->shared = shared;
-		tt_update(r, k);
 	} else {
+		k = UINT32_MAX;
 		sl = &cpu->slices[cpu->n_slices++];
-		sl->start_ns = from;
-		sl->end_ns = to;
-		sl->tid = tid;
-		sl->shared = shared;
 	}
+	sl->start_ns = from;
+	sl->end_ns = to;
+	sl->tid = tid;
+	sl->shared = shared;
+	if (k != UINT32_MAX)
+		tt_update(r, k);
 	if (to > r->slices_end)
 		r->slices_end = to;
 }

@@ -813,7 +813,7 @@ bool rt_json_walk_facts(const char *text, size_t len, struct rt_http_json_facts 
 		bool ok = true;
 
 		for (l = 0; l < RT_HTTP_RESPONSE_ID_MAX && raw[l] != '"' && raw[l]; l++)
-			if (raw[l] < 0x21 || raw[l] > 0x7e || raw[l] == '\\') {
+			if (raw[l] < 0x21 || raw[l] > 0x7e) {
 				ok = false;
 				break;
 			}
